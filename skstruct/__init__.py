@@ -1,0 +1,23 @@
+"""skstruct: structured prediction for scikit-learn users.
+
+Importing skstruct is cheap: numba kernels compile on first use (and are cached
+on disk), and subpackages load when first touched.
+"""
+
+import importlib
+
+__version__ = "0.1.0.dev0"
+
+_SUBMODULES = ("datasets", "inference")
+
+__all__ = ["__version__", *_SUBMODULES]
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'skstruct' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

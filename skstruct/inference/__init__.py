@@ -1,0 +1,45 @@
+"""Inference oracles: compiled kernels behind a validated Python API.
+
+Single graphs: :func:`viterbi`, :func:`forward_backward`, :func:`map_inference`,
+:func:`marginal_inference`, :func:`max_marginals`.  Whole packed batches in one
+compiled call each: :class:`GraphBatch` with :func:`map_batch` (including
+loss-augmented decoding), :func:`marginals_batch` and
+:func:`max_marginals_batch`.  Nothing is compiled at import; each kernel
+compiles on first use and is cached on disk.
+"""
+
+from ._api import (
+    chain_edges,
+    check_edges,
+    check_pairwise,
+    check_unary,
+    forward_backward,
+    loss_augment,
+    map_batch,
+    map_inference,
+    marginal_inference,
+    marginals_batch,
+    max_marginals,
+    max_marginals_batch,
+    n_threads,
+    viterbi,
+)
+from ._batch import GraphBatch
+
+__all__ = [
+    "GraphBatch",
+    "chain_edges",
+    "check_edges",
+    "check_pairwise",
+    "check_unary",
+    "forward_backward",
+    "loss_augment",
+    "map_batch",
+    "map_inference",
+    "marginal_inference",
+    "marginals_batch",
+    "max_marginals",
+    "max_marginals_batch",
+    "n_threads",
+    "viterbi",
+]

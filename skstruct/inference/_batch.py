@@ -1,0 +1,130 @@
+"""The structure of a packed batch of graphs, shared by every batched oracle."""
+
+from functools import cached_property
+
+import numpy as np
+
+
+class GraphBatch:
+    """Structure of a batch of graphs packed into flat CSR-style arrays.
+
+    Sample ``s`` owns nodes ``node_offsets[s]:node_offsets[s + 1]`` and edges
+    ``edge_offsets[s]:edge_offsets[s + 1]`` of ``edges``, which holds *global*
+    node indices.  Derived structure (adjacency, forest orderings, which
+    samples are chains or forests) is computed once, on first use, by compiled
+    kernels, and kept: estimators build one ``GraphBatch`` per data set and
+    call the oracles on it many times.
+
+    Build it with :meth:`from_chains` or :meth:`from_graphs`; the constructor
+    trusts its arguments.
+
+    Parameters
+    ----------
+    node_offsets : ndarray of int64, shape (n_samples + 1,)
+    edges : ndarray of int64, shape (n_edges, 2)
+    edge_offsets : ndarray of int64, shape (n_samples + 1,)
+    """
+
+    def __init__(self, node_offsets, edges, edge_offsets):
+        self.node_offsets = np.ascontiguousarray(node_offsets, dtype=np.int64)
+        self.edges = np.ascontiguousarray(edges, dtype=np.int64).reshape(-1, 2)
+        self.edge_offsets = np.ascontiguousarray(edge_offsets, dtype=np.int64)
+
+    @classmethod
+    def from_chains(cls, lengths):
+        """Batch of chains of the given lengths (edges ``(t, t + 1)``)."""
+        lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+        if np.any(lengths < 0):
+            raise ValueError("chain lengths must be >= 0")
+        node_offsets = np.zeros(lengths.shape[0] + 1, np.int64)
+        np.cumsum(lengths, out=node_offsets[1:])
+        n_trans = np.maximum(lengths - 1, 0)
+        edge_offsets = np.zeros_like(node_offsets)
+        np.cumsum(n_trans, out=edge_offsets[1:])
+        # global index of the first node of each transition
+        starts = np.repeat(node_offsets[:-1] - edge_offsets[:-1], n_trans)
+        first = starts + np.arange(edge_offsets[-1], dtype=np.int64)
+        edges = np.stack([first, first + 1], axis=1)
+        batch = cls(node_offsets, edges, edge_offsets)
+        batch.__dict__["is_chain"] = np.ones(lengths.shape[0], bool)
+        return batch
+
+    @classmethod
+    def from_graphs(cls, n_nodes, edges):
+        """Batch from per-sample node counts and *local* edge arrays.
+
+        The edge arrays must already be validated (int, shape (n_edges_i, 2),
+        in range, no self-loops): :func:`skstruct.inference.check_graph` does
+        that for single graphs and the data packing module for samples.
+        """
+        n_nodes = np.asarray(n_nodes, dtype=np.int64).reshape(-1)
+        node_offsets = np.zeros(n_nodes.shape[0] + 1, np.int64)
+        np.cumsum(n_nodes, out=node_offsets[1:])
+        n_edges = np.array([len(e) for e in edges], dtype=np.int64)
+        edge_offsets = np.zeros_like(node_offsets)
+        np.cumsum(n_edges, out=edge_offsets[1:])
+        if len(edges):
+            flat = np.concatenate([np.asarray(e, np.int64).reshape(-1, 2) for e in edges])
+        else:
+            flat = np.zeros((0, 2), np.int64)
+        flat += np.repeat(node_offsets[:-1], n_edges)[:, None]
+        return cls(node_offsets, flat, edge_offsets)
+
+    @property
+    def n_samples(self):
+        return self.node_offsets.shape[0] - 1
+
+    @property
+    def n_nodes(self):
+        return int(self.node_offsets[-1])
+
+    @property
+    def n_edges(self):
+        return int(self.edge_offsets[-1])
+
+    @property
+    def lengths(self):
+        """Number of nodes of each sample."""
+        return np.diff(self.node_offsets)
+
+    @cached_property
+    def adjacency(self):
+        """``(adj_offsets, adj_edge, adj_nbr, adj_side)``, see ``_graph.build_adjacency``."""
+        from ._graph import build_adjacency
+
+        return build_adjacency(self.n_nodes, self.edges)
+
+    @cached_property
+    def forest(self):
+        """``(order, parent, parent_edge, is_forest)``, see ``_graph.forest_order``."""
+        from ._graph import forest_order
+
+        adj_offsets, adj_edge, adj_nbr, _ = self.adjacency
+        return forest_order(self.node_offsets, adj_offsets, adj_edge, adj_nbr)
+
+    @cached_property
+    def is_forest(self):
+        """Whether each sample's graph has no cycle."""
+        if "is_chain" in self.__dict__ and self.__dict__["is_chain"].all():
+            return np.ones(self.n_samples, bool)
+        return self.forest[3]
+
+    @cached_property
+    def is_chain(self):
+        """Whether each sample's edges are exactly ``(i, i + 1)`` in node order."""
+        from ._graph import chain_flags
+
+        return chain_flags(self.node_offsets, self.edge_offsets, self.edges)
+
+    def chunks(self, n_chunks):
+        """Sample boundaries splitting the batch into ``n_chunks`` runs of about
+        equal node counts (what a parallel kernel hands to each task)."""
+        n_chunks = max(1, min(int(n_chunks), self.n_samples))
+        targets = np.linspace(0, self.n_nodes, n_chunks + 1)
+        cut = np.searchsorted(self.node_offsets, targets[1:-1], side="left")
+        bounds = np.unique(np.concatenate([[0], cut, [self.n_samples]]))
+        return bounds.astype(np.int64)
+
+    def __repr__(self):
+        return (f"GraphBatch(n_samples={self.n_samples}, n_nodes={self.n_nodes}, "
+                f"n_edges={self.n_edges})")

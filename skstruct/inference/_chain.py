@@ -1,0 +1,409 @@
+"""Chain kernels: Viterbi, forward-backward and max-marginals on packed chains.
+
+A batch of chains is described by ``node_offsets`` (S + 1,) and
+``edge_offsets`` (S + 1,): chain ``s`` has nodes ``n0 = node_offsets[s]`` to
+``node_offsets[s + 1]`` and its ``t``-th transition (between its nodes ``t``
+and ``t + 1``) is edge ``edge_offsets[s] + t``, scored by
+``pairwise[pw_index[edge], a, b]`` (label ``a`` then ``b``).  Only samples with
+``active[s]`` set are processed, so a mixed batch can send its chains here and
+its other graphs elsewhere.  Every batch kernel loops over ``chunks`` (sample
+ranges, one ``prange`` iteration each) so the per-sample scratch is allocated
+once per chunk and summed outputs get one buffer per chunk.
+"""
+
+import numpy as np
+from numba import prange
+
+from ._jit import jit, pjit
+
+# Below this, a scaled forward-backward step has lost too much mass relative
+# to double precision; the chain is then redone in log space.
+_TINY = 1e-150
+
+
+@jit
+def _aug_row(unary, y, loss_weights, v, row):
+    """Unary scores of node ``v``, plus the Hamming loss when ``y`` is given."""
+    K = unary.shape[1]
+    for k in range(K):
+        row[k] = unary[v, k]
+    if y.shape[0] > 0:
+        w = loss_weights[y[v]]
+        for k in range(K):
+            if k != y[v]:
+                row[k] += w
+
+
+@jit
+def _viterbi_one(unary, y, loss_weights, pairwise, pw_index, n0, e0, T, bp, labels,
+                 delta, best, arg, row):
+    K = unary.shape[1]
+    _aug_row(unary, y, loss_weights, n0, delta)
+    for t in range(1, T):
+        P = pairwise[pw_index[e0 + t - 1]]
+        d0 = delta[0]
+        for j in range(K):
+            best[j] = d0 + P[0, j]
+            arg[j] = 0.0
+        for i in range(1, K):
+            d = delta[i]
+            # A float index keeps the select in the same vector lanes as the
+            # scores, which is what lets LLVM vectorise this loop.
+            fi = float(i)
+            for j in range(K):
+                v = d + P[i, j]
+                if v > best[j]:
+                    best[j] = v
+                    arg[j] = fi
+        _aug_row(unary, y, loss_weights, n0 + t, row)
+        for j in range(K):
+            delta[j] = best[j] + row[j]
+            bp[n0 + t, j] = int(arg[j])
+    k = 0
+    for j in range(1, K):
+        if delta[j] > delta[k]:
+            k = j
+    score = delta[k]
+    labels[n0 + T - 1] = k
+    for t in range(T - 1, 0, -1):
+        k = bp[n0 + t, k]
+        labels[n0 + t - 1] = k
+    return score
+
+
+@pjit
+def viterbi_batch(node_offsets, edge_offsets, unary, pairwise, pw_index, y, loss_weights,
+                  active, chunks, bp, labels, scores):
+    """Max-sum decoding of every active chain.
+
+    ``y`` (N,) int64 true labels and ``loss_weights`` (K,) add the weighted
+    Hamming loss to the unary scores (loss-augmented decoding); pass an empty
+    ``y`` for plain MAP.  ``bp`` is an (N, K) integer scratch array (uint8 is
+    enough for K <= 256).  Writes ``labels`` (N,) and ``scores`` (S,).
+    """
+    K = unary.shape[1]
+    for c in prange(chunks.shape[0] - 1):
+        delta = np.empty(K)
+        best = np.empty(K)
+        arg = np.empty(K)
+        row = np.empty(K)
+        for s in range(chunks[c], chunks[c + 1]):
+            if not active[s]:
+                continue
+            n0 = node_offsets[s]
+            T = node_offsets[s + 1] - n0
+            if T == 0:
+                scores[s] = 0.0
+                continue
+            scores[s] = _viterbi_one(unary, y, loss_weights, pairwise, pw_index, n0,
+                                     edge_offsets[s], T, bp, labels, delta, best, arg, row)
+
+
+@jit
+def _logsumexp(x):
+    m = -np.inf
+    for k in range(x.shape[0]):
+        if x[k] > m:
+            m = x[k]
+    if m == -np.inf:
+        return -np.inf
+    s = 0.0
+    for k in range(x.shape[0]):
+        s += np.exp(x[k] - m)
+    return m + np.log(s)
+
+
+@jit
+def _exp_row(unary, v, erow):
+    """exp(unary[v] - max) into ``erow``; returns the max (``-inf`` if none)."""
+    K = unary.shape[1]
+    m = -np.inf
+    for k in range(K):
+        if unary[v, k] > m:
+            m = unary[v, k]
+    if m == -np.inf:
+        for k in range(K):
+            erow[k] = 0.0
+        return m
+    for k in range(K):
+        erow[k] = np.exp(unary[v, k] - m)
+    return m
+
+
+@jit
+def _write_edge(edge_mode, edge_out, c, pw_index, e, xi, scale):
+    K = xi.shape[0]
+    if edge_mode == 1:
+        for i in range(K):
+            for j in range(K):
+                edge_out[0, e, i, j] = xi[i, j] * scale
+    else:
+        m = pw_index[e]
+        for i in range(K):
+            for j in range(K):
+                edge_out[c, m, i, j] += xi[i, j] * scale
+
+
+@jit
+def _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode, edge_out, c,
+               eu, beta, nbeta, tmp, xi):
+    """Forward-backward in scaled probability space.
+
+    Returns the log partition, or NaN as soon as some step has lost too much
+    mass to be trusted; the caller then redoes the chain in log space.
+    ``eu`` is a (T, K) scratch for the exponentiated unaries, so each is
+    computed once.
+    """
+    K = unary.shape[1]
+    # forward: node_out rows hold the alphas, normalised to sum 1
+    logz = 0.0
+    for t in range(T):
+        m = _exp_row(unary, n0 + t, eu[t])
+        if m == -np.inf:
+            return np.nan
+        if t == 0:
+            for j in range(K):
+                tmp[j] = eu[0, j]
+        else:
+            e = pw_index[e0 + t - 1]
+            Pe = epair[e]
+            m += pmax[e]
+            for j in range(K):
+                tmp[j] = 0.0
+            for i in range(K):
+                a = node_out[n0 + t - 1, i]
+                for j in range(K):
+                    tmp[j] += a * Pe[i, j]
+            for j in range(K):
+                tmp[j] *= eu[t, j]
+        s = 0.0
+        for j in range(K):
+            s += tmp[j]
+        if not s >= _TINY:
+            return np.nan
+        logz += m + np.log(s)
+        inv = 1.0 / s
+        for j in range(K):
+            node_out[n0 + t, j] = tmp[j] * inv
+    # backward, finishing node t + 1 and edge (t, t + 1) on the way
+    for k in range(K):
+        beta[k] = 1.0
+    for t in range(T - 2, -1, -1):
+        Pe = epair[pw_index[e0 + t]]
+        for j in range(K):
+            tmp[j] = eu[t + 1, j] * beta[j]
+        tot = 0.0
+        if edge_mode == 0:
+            for i in range(K):
+                acc = 0.0
+                for j in range(K):
+                    acc += Pe[i, j] * tmp[j]
+                nbeta[i] = acc
+                tot += node_out[n0 + t, i] * acc
+        else:
+            for i in range(K):
+                a = node_out[n0 + t, i]
+                acc = 0.0
+                for j in range(K):
+                    p = Pe[i, j] * tmp[j]
+                    xi[i, j] = a * p
+                    acc += p
+                nbeta[i] = acc
+                tot += a * acc
+        if not tot >= _TINY:
+            return np.nan
+        if edge_mode != 0:
+            _write_edge(edge_mode, edge_out, c, pw_index, e0 + t, xi, 1.0 / tot)
+        s = 0.0
+        for j in range(K):
+            node_out[n0 + t + 1, j] *= beta[j]
+            s += node_out[n0 + t + 1, j]
+        inv = 1.0 / s
+        for j in range(K):
+            node_out[n0 + t + 1, j] *= inv
+        bs = 0.0
+        for i in range(K):
+            bs += nbeta[i]
+        if not bs >= _TINY:
+            return np.nan
+        inv = 1.0 / bs
+        for i in range(K):
+            beta[i] = nbeta[i] * inv
+    s = 0.0
+    for j in range(K):
+        node_out[n0, j] *= beta[j]
+        s += node_out[n0, j]
+    for j in range(K):
+        node_out[n0, j] /= s
+    return logz
+
+
+@jit
+def _fb_log(unary, pairwise, pw_index, n0, e0, T, node_out, edge_mode, edge_out, c,
+            beta, nbeta, tmp, xi):
+    """Forward-backward in log space: slower, exact whatever the dynamic range."""
+    K = unary.shape[1]
+    for k in range(K):
+        node_out[n0, k] = unary[n0, k]
+    for t in range(1, T):
+        P = pairwise[pw_index[e0 + t - 1]]
+        for j in range(K):
+            for i in range(K):
+                tmp[i] = node_out[n0 + t - 1, i] + P[i, j]
+            node_out[n0 + t, j] = _logsumexp(tmp) + unary[n0 + t, j]
+    logz = _logsumexp(node_out[n0 + T - 1])
+    if logz == -np.inf:
+        return logz
+    for k in range(K):
+        beta[k] = 0.0
+    for t in range(T - 2, -1, -1):
+        P = pairwise[pw_index[e0 + t]]
+        if edge_mode != 0:
+            for i in range(K):
+                a = node_out[n0 + t, i]
+                for j in range(K):
+                    xi[i, j] = np.exp(a + P[i, j] + unary[n0 + t + 1, j] + beta[j] - logz)
+            _write_edge(edge_mode, edge_out, c, pw_index, e0 + t, xi, 1.0)
+        for i in range(K):
+            for j in range(K):
+                tmp[j] = P[i, j] + unary[n0 + t + 1, j] + beta[j]
+            nbeta[i] = _logsumexp(tmp)
+        for j in range(K):
+            node_out[n0 + t + 1, j] = np.exp(node_out[n0 + t + 1, j] + beta[j] - logz)
+            beta[j] = nbeta[j]
+    for j in range(K):
+        node_out[n0, j] = np.exp(node_out[n0, j] + beta[j] - logz)
+    return logz
+
+
+@jit
+def _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index, active,
+              lo, hi, edge_mode, node_out, edge_out, c, logz_out, use_log, eu):
+    """Sum-product over samples ``lo:hi``; returns whether a scaled pass failed
+    after writing edge sums (which then have to be rebuilt)."""
+    K = unary.shape[1]
+    beta = np.empty(K)
+    nbeta = np.empty(K)
+    tmp = np.empty(K)
+    xi = np.empty((K, K))
+    dirty = False
+    for s in range(lo, hi):
+        if not active[s]:
+            continue
+        n0 = node_offsets[s]
+        T = node_offsets[s + 1] - n0
+        e0 = edge_offsets[s]
+        if T == 0:
+            logz_out[s] = 0.0
+            continue
+        logz = np.nan
+        if not use_log[s]:
+            logz = _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode,
+                              edge_out, c, eu, beta, nbeta, tmp, xi)
+            if np.isnan(logz):
+                use_log[s] = True
+                if edge_mode == 2:
+                    dirty = True
+                    continue
+        if use_log[s]:
+            logz = _fb_log(unary, pairwise, pw_index, n0, e0, T, node_out, edge_mode,
+                           edge_out, c, beta, nbeta, tmp, xi)
+        if logz == -np.inf:
+            node_out[n0:n0 + T] = 0.0
+            if edge_mode == 1:
+                edge_out[0, e0:e0 + T - 1] = 0.0
+        logz_out[s] = logz
+    return dirty
+
+
+@pjit
+def forward_backward_batch(node_offsets, edge_offsets, unary, pairwise, pw_index, active,
+                           chunks, edge_mode, node_out, edge_out, logz_out):
+    """Sum-product on every active chain.
+
+    ``edge_out`` is 4-D: with ``edge_mode`` 0 it is ignored; 1 writes the
+    marginal of every edge into ``edge_out[0]`` (shape (1, E, K, K)); 2 sums
+    them per pairwise matrix into ``edge_out[chunk, pw_index[e]]`` (shape
+    (n_chunks, M, K, K), zeroed by the caller), which is what a gradient with
+    tied parameters needs.  An infeasible chain (every labelling scores
+    ``-inf``) gets ``logz = -inf`` and all-zero marginals.
+    """
+    K = unary.shape[1]
+    M = pairwise.shape[0]
+    pmax = np.empty(M)
+    epair = np.empty_like(pairwise)
+    for m in range(M):
+        mx = -np.inf
+        for i in range(K):
+            for j in range(K):
+                if pairwise[m, i, j] > mx:
+                    mx = pairwise[m, i, j]
+        pmax[m] = mx if mx > -np.inf else 0.0
+        for i in range(K):
+            for j in range(K):
+                epair[m, i, j] = np.exp(pairwise[m, i, j] - pmax[m])
+    n_samples = node_offsets.shape[0] - 1
+    use_log = np.zeros(n_samples, np.bool_)
+    for c in prange(chunks.shape[0] - 1):
+        tmax = 0
+        for s in range(chunks[c], chunks[c + 1]):
+            tmax = max(tmax, node_offsets[s + 1] - node_offsets[s])
+        eu = np.empty((tmax, K))
+        dirty = _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index,
+                          active, chunks[c], chunks[c + 1], edge_mode, node_out, edge_out, c,
+                          logz_out, use_log, eu)
+        if dirty:
+            # rare: rebuild this chunk's sums, the failed chains now in log space
+            edge_out[c] = 0.0
+            _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index,
+                      active, chunks[c], chunks[c + 1], edge_mode, node_out, edge_out, c,
+                      logz_out, use_log, eu)
+
+
+@pjit
+def max_marginals_batch(node_offsets, edge_offsets, unary, pairwise, pw_index, active, chunks,
+                        out):
+    """Max-marginals of every active chain: ``out[v, k]`` is the best score of a
+    labelling of the chain that gives node ``v`` label ``k``."""
+    K = unary.shape[1]
+    for c in prange(chunks.shape[0] - 1):
+        beta = np.empty(K)
+        nbeta = np.empty(K)
+        for s in range(chunks[c], chunks[c + 1]):
+            if not active[s]:
+                continue
+            n0 = node_offsets[s]
+            T = node_offsets[s + 1] - n0
+            e0 = edge_offsets[s]
+            if T == 0:
+                continue
+            for k in range(K):
+                out[n0, k] = unary[n0, k]
+            for t in range(1, T):
+                P = pairwise[pw_index[e0 + t - 1]]
+                for j in range(K):
+                    out[n0 + t, j] = -np.inf
+                for i in range(K):
+                    a = out[n0 + t - 1, i]
+                    for j in range(K):
+                        v = a + P[i, j]
+                        if v > out[n0 + t, j]:
+                            out[n0 + t, j] = v
+                for j in range(K):
+                    out[n0 + t, j] += unary[n0 + t, j]
+            for k in range(K):
+                beta[k] = 0.0
+            for t in range(T - 2, -1, -1):
+                P = pairwise[pw_index[e0 + t]]
+                for i in range(K):
+                    m = -np.inf
+                    for j in range(K):
+                        v = P[i, j] + unary[n0 + t + 1, j] + beta[j]
+                        if v > m:
+                            m = v
+                    nbeta[i] = m
+                for j in range(K):
+                    out[n0 + t + 1, j] += beta[j]
+                    beta[j] = nbeta[j]
+            for j in range(K):
+                out[n0, j] += beta[j]
