@@ -17,7 +17,8 @@ def all_scores(unary, edges, pairwise):
     n, K = unary.shape
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     P = pairwise_stack(pairwise, len(edges))
-    labs = np.array(list(itertools.product(range(K), repeat=n)), dtype=np.int64).reshape(-1, n)
+    combos = list(itertools.product(range(K), repeat=n))
+    labs = np.array(combos, dtype=np.int64).reshape(len(combos), n)
     scores = unary[np.arange(n), labs].sum(axis=1) if n else np.zeros(len(labs))
     for e, (a, b) in enumerate(edges):
         scores = scores + P[e][labs[:, a], labs[:, b]]

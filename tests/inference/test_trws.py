@@ -1,0 +1,362 @@
+"""Tests of the TRW-S kernels against brute-force enumeration."""
+
+import itertools
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skstruct.inference._graph import build_adjacency
+from skstruct.inference._loopy import loopy_bp_batch
+from skstruct.inference._trws import dual_bound_batch, labelling_scores_batch, trws_batch
+
+# ---------------------------------------------------------------- helpers
+# (duplicated in test_loopy.py and test_trws.py so each file stands alone)
+
+NEG_INF = -np.inf
+FOREST_KINDS = ("empty", "single", "chain", "index_chain", "tree", "forest")
+LOOPY_KINDS = ("cycle4", "complete", "random")
+
+
+def random_graph(rng, kind):
+    """Number of nodes and local edge list (m, 2) of a random graph of ``kind``."""
+    if kind == "empty":
+        return 0, np.zeros((0, 2), np.int64)
+    if kind == "single":
+        return 1, np.zeros((0, 2), np.int64)
+    if kind == "index_chain":
+        n = int(rng.integers(2, 7))
+        return n, np.array([[i, i + 1] for i in range(n - 1)], np.int64)
+    if kind == "cycle4":
+        n = 4
+        perm = rng.permutation(n)
+        pairs = [(perm[i], perm[(i + 1) % n]) for i in range(n)]
+    elif kind == "complete":
+        n = int(rng.integers(3, 6))
+        pairs = list(itertools.combinations(range(n), 2))
+    elif kind == "random":
+        n = int(rng.integers(3, 7))
+        perm = rng.permutation(n)
+        pairs = [(perm[0], perm[1]), (perm[1], perm[2]), (perm[2], perm[0])]
+        pairs += [p for p in itertools.combinations(range(n), 2)
+                  if rng.random() < 0.4 and p not in pairs and p[::-1] not in pairs]
+    else:
+        n = int(rng.integers(2, 7))
+        perm = rng.permutation(n)
+        pairs = []
+        for i in range(1, n):
+            if kind == "chain":
+                pairs.append((perm[i - 1], perm[i]))
+            elif kind == "tree" or rng.random() < 0.7:  # forest: some new roots
+                pairs.append((perm[int(rng.integers(0, i))], perm[i]))
+    edges = np.array(pairs, np.int64).reshape(-1, 2)
+    flip = rng.random(len(edges)) < 0.5
+    edges[flip] = edges[flip][:, ::-1]
+    return n, edges[rng.permutation(len(edges))]
+
+
+def build_batch(rng, kinds, n_labels, shared, p_ninf):
+    """Pack random samples into the batch layout; also return them one by one."""
+    samples = []
+    shared_table = rng.normal(size=(1, n_labels, n_labels))
+    for kind in kinds:
+        n, edges = random_graph(rng, kind)
+        unary = rng.normal(size=(n, n_labels))
+        if shared:
+            tables = shared_table.copy()
+            pwi = np.zeros(len(edges), np.int64)
+        else:
+            tables = rng.normal(size=(len(edges), n_labels, n_labels))
+            pwi = np.arange(len(edges), dtype=np.int64)
+        if p_ninf > 0:
+            unary[rng.random(unary.shape) < p_ninf] = NEG_INF
+            tables[rng.random(tables.shape) < p_ninf] = NEG_INF
+            if shared:
+                shared_table = tables
+        samples.append({"kind": kind, "n": n, "edges": edges, "unary": unary,
+                        "tables": tables, "pwi": pwi})
+    node_offsets = np.cumsum([0] + [s["n"] for s in samples]).astype(np.int64)
+    edge_offsets = np.cumsum([0] + [len(s["edges"]) for s in samples]).astype(np.int64)
+    edges = np.concatenate([s["edges"] + node_offsets[i] for i, s in enumerate(samples)])
+    unary = np.concatenate([s["unary"] for s in samples]).reshape(-1, n_labels)
+    if shared:
+        pairwise = shared_table
+        pw_index = np.zeros(len(edges), np.int64)
+    else:
+        pairwise = np.concatenate([s["tables"] for s in samples]).reshape(-1, n_labels, n_labels)
+        pw_index = np.arange(len(edges), dtype=np.int64)
+    for s in samples:
+        s["tables"] = [pairwise[0] if shared else t for t in s["tables"][s["pwi"]]]
+    batch = (node_offsets, edge_offsets, edges.astype(np.int64).reshape(-1, 2), unary,
+             np.ascontiguousarray(pairwise), pw_index)
+    return batch, samples
+
+
+def adjacency(batch):
+    return build_adjacency(batch[3].shape[0], batch[2])
+
+
+def brute_force(sample, n_labels):
+    """Exhaustive max score, log partition and exact node / edge marginals."""
+    n, edges, unary, tables = sample["n"], sample["edges"], sample["unary"], sample["tables"]
+    labs = np.array(list(itertools.product(range(n_labels), repeat=n)), np.int64)
+    labs = labs.reshape(n_labels**n, n)
+    scores = np.zeros(len(labs))
+    for v in range(n):
+        scores += unary[v, labs[:, v]]
+    for e, (u, v) in enumerate(edges):
+        scores += tables[e][labs[:, u], labs[:, v]]
+    best = scores.max()
+    node_marg = np.zeros((n, n_labels))
+    edge_marg = np.zeros((len(edges), n_labels, n_labels))
+    if best == NEG_INF:
+        return best, NEG_INF, node_marg, edge_marg
+    p = np.exp(scores - best)
+    z = p.sum()
+    p /= z
+    for v in range(n):
+        np.add.at(node_marg[v], labs[:, v], p)
+    for e, (u, v) in enumerate(edges):
+        np.add.at(edge_marg[e], (labs[:, u], labs[:, v]), p)
+    return best, best + np.log(z), node_marg, edge_marg
+
+
+def labelling_score(sample, labels):
+    total = 0.0
+    for v in range(sample["n"]):
+        total += sample["unary"][v, labels[v]]
+    for e, (u, v) in enumerate(sample["edges"]):
+        total += sample["tables"][e][labels[u], labels[v]]
+    return total
+
+
+def assert_close(actual, expected, atol, rtol=0.0):
+    """Equal -inf, or both finite and close."""
+    if expected == NEG_INF:
+        assert actual == NEG_INF, (actual, expected)
+    else:
+        assert np.isfinite(actual), (actual, expected)
+        assert abs(actual - expected) <= atol + rtol * abs(expected), (actual, expected)
+
+
+batch_strategy = {
+    "seed": st.integers(0, 2**32 - 1),
+    "n_labels": st.integers(1, 3),
+    "shared": st.booleans(),
+    "p_ninf": st.sampled_from([0.0, 0.0, 0.1, 0.3]),
+}
+
+
+# ---------------------------------------------------------------- runners
+
+
+def run_trws(batch, adj, max_iter=300, tol=1e-12, messages=None):
+    n_nodes, n_labels = batch[3].shape
+    n_samples = len(batch[0]) - 1
+    if messages is None:
+        messages = np.zeros((2 * batch[2].shape[0], n_labels))
+    labels = np.full(n_nodes, -1, np.int64)
+    bound = np.full(n_samples, np.nan)
+    n_iter = np.full(n_samples, -1, np.int64)
+    trws_batch(*batch, *adj, messages, max_iter, tol, labels, bound, n_iter)
+    return messages, labels, bound, n_iter
+
+
+def scores_of(batch, labels):
+    out = np.full(len(batch[0]) - 1, np.nan)
+    labelling_scores_batch(*batch, labels, out)
+    return out
+
+
+def kinds_strategy(kinds):
+    return st.lists(st.sampled_from(kinds), min_size=1, max_size=4)
+
+
+def check_valid(batch, samples, n_labels, labels, bound):
+    """Labels in range, score consistent, bound above labelling and optimum."""
+    assert ((labels >= 0) & (labels < n_labels)).all()
+    assert not np.isnan(bound).any() and not (bound == np.inf).any()
+    scores = scores_of(batch, labels)
+    bests = []
+    for i, sample in enumerate(samples):
+        best = brute_force(sample, n_labels)[0]
+        local = labels[batch[0][i]:batch[0][i + 1]]
+        assert_close(scores[i], labelling_score(sample, local), 1e-9, 1e-12)
+        slack = 1e-9 * max(1.0, abs(best)) if np.isfinite(best) else 0.0
+        assert bound[i] >= scores[i] - slack or scores[i] == NEG_INF
+        assert bound[i] >= best - slack
+        if sample["n"] == 0:
+            assert bound[i] == 0.0 and scores[i] == 0.0
+        bests.append(best)
+    return scores, np.array(bests)
+
+
+# ---------------------------------------------------------------- tests
+
+
+@settings(max_examples=40, deadline=None)
+@given(kinds=kinds_strategy(FOREST_KINDS + LOOPY_KINDS), **batch_strategy)
+def test_bound_is_valid(kinds, seed, n_labels, shared, p_ninf):
+    rng = np.random.default_rng(seed)
+    batch, samples = build_batch(rng, kinds, n_labels, shared, p_ninf)
+    adj = adjacency(batch)
+    messages, labels, bound, _ = run_trws(batch, adj, max_iter=int(rng.integers(0, 40)))
+    assert not np.isnan(messages).any() and not (messages == np.inf).any()
+    check_valid(batch, samples, n_labels, labels, bound)
+
+
+@settings(max_examples=40, deadline=None)
+@given(kinds=kinds_strategy(FOREST_KINDS), **batch_strategy)
+def test_forests_optimal_and_bound_tight(kinds, seed, n_labels, shared, p_ninf):
+    rng = np.random.default_rng(seed)
+    batch, samples = build_batch(rng, kinds, n_labels, shared, p_ninf)
+    adj = adjacency(batch)
+    _, labels, bound, n_iter = run_trws(batch, adj)
+    assert (n_iter < 300).all()
+    scores, bests = check_valid(batch, samples, n_labels, labels, bound)
+    for score, best, b in zip(scores, bests, bound):
+        assert_close(score, best, 1e-9, 1e-9)
+        assert_close(b, best, 1e-6, 1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n_labels=st.integers(1, 3), seed=st.integers(0, 2**32 - 1))
+def test_index_chain_exact_after_one_iteration(n_labels, seed):
+    # a chain in node order is one monotonic chain: the bound is the exact
+    # maximum for any messages and one iteration is exact max-product
+    rng = np.random.default_rng(seed)
+    batch, samples = build_batch(rng, ["index_chain", "index_chain"], n_labels, False, 0.0)
+    adj = adjacency(batch)
+    messages = rng.normal(size=(2 * batch[2].shape[0], n_labels))
+    _, labels, bound, _ = run_trws(batch, adj, max_iter=0, messages=messages)
+    bests = [brute_force(s, n_labels)[0] for s in samples]
+    np.testing.assert_allclose(bound, bests, rtol=1e-9, atol=1e-9)
+    _, labels, bound, _ = run_trws(batch, adj, max_iter=1)
+    np.testing.assert_allclose(scores_of(batch, labels), bests, rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(kinds=kinds_strategy(FOREST_KINDS + LOOPY_KINDS), **batch_strategy)
+def test_bound_valid_for_arbitrary_finite_messages(kinds, seed, n_labels, shared, p_ninf):
+    rng = np.random.default_rng(seed)
+    batch, samples = build_batch(rng, kinds, n_labels, shared, p_ninf)
+    adj = adjacency(batch)
+    messages = rng.normal(scale=3.0, size=(2 * batch[2].shape[0], n_labels))
+    _, labels, bound, _ = run_trws(batch, adj, max_iter=int(rng.integers(0, 3)),
+                                   messages=messages)
+    check_valid(batch, samples, n_labels, labels, bound)
+
+
+@settings(max_examples=30, deadline=None)
+@given(kinds=kinds_strategy(FOREST_KINDS + LOOPY_KINDS), **batch_strategy)
+def test_edge_reversal_invariance(kinds, seed, n_labels, shared, p_ninf):
+    rng = np.random.default_rng(seed)
+    batch, _ = build_batch(rng, kinds, n_labels, shared, p_ninf)
+    node_offsets, edge_offsets, edges, unary, pairwise, pw_index = batch
+    flip = rng.random(len(edges)) < 0.5
+    edges2 = edges.copy()
+    edges2[flip] = edges[flip][:, ::-1]
+    pairwise2 = np.ascontiguousarray(np.concatenate([pairwise, pairwise.transpose(0, 2, 1)]))
+    pw_index2 = pw_index + len(pairwise) * flip
+    batch2 = (node_offsets, edge_offsets, edges2, unary, pairwise2, pw_index2)
+    m1, labels1, bound1, n_iter1 = run_trws(batch, adjacency(batch), max_iter=25)
+    m2, labels2, bound2, n_iter2 = run_trws(batch2, adjacency(batch2), max_iter=25)
+    swapped = m2.reshape(len(edges), 2, n_labels).copy()
+    swapped[flip] = swapped[flip][:, ::-1]
+    np.testing.assert_allclose(swapped.reshape(m1.shape), m1, atol=1e-9)
+    np.testing.assert_allclose(bound2, bound1, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(scores_of(batch2, labels2), scores_of(batch, labels1),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(n_iter2, n_iter1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(kinds=kinds_strategy(FOREST_KINDS + LOOPY_KINDS), **batch_strategy)
+def test_warm_start_from_converged_messages(kinds, seed, n_labels, shared, p_ninf):
+    rng = np.random.default_rng(seed)
+    batch, samples = build_batch(rng, kinds, n_labels, shared, p_ninf)
+    adj = adjacency(batch)
+    messages, labels, bound, n_iter = run_trws(batch, adj, max_iter=500)
+    _, labels2, bound2, n_iter2 = run_trws(batch, adj, max_iter=500,
+                                           messages=messages.copy())
+    done = n_iter < 500
+    assert (n_iter2[done] <= 1).all()
+    np.testing.assert_allclose(bound2[done], bound[done], rtol=1e-9, atol=1e-9)
+    forest = np.array([sample["kind"] in FOREST_KINDS for sample in samples])
+    keep = done & forest
+    np.testing.assert_allclose(scores_of(batch, labels2)[keep], scores_of(batch, labels)[keep],
+                               rtol=1e-9, atol=1e-9)
+    check_valid(batch, samples, batch[3].shape[1], labels2, bound2)
+    # the bound and the labelling carry over; the messages themselves
+    # are not compared: once the bound has stopped moving they may still slide
+    # along a flat face of the dual (even on forests, where the bound is tight)
+    _, _, bound0, n_iter0 = run_trws(batch, adj, max_iter=0, messages=messages.copy())
+    assert (n_iter0 == 0).all()
+    np.testing.assert_allclose(bound0[done], bound[done], rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(kinds=kinds_strategy(FOREST_KINDS + LOOPY_KINDS), **batch_strategy)
+def test_labelling_scores_match_enumeration(kinds, seed, n_labels, shared, p_ninf):
+    rng = np.random.default_rng(seed)
+    batch, samples = build_batch(rng, kinds, n_labels, shared, p_ninf)
+    labels = rng.integers(0, n_labels, size=batch[3].shape[0])
+    scores = scores_of(batch, labels)
+    for i, sample in enumerate(samples):
+        local = labels[batch[0][i]:batch[0][i + 1]]
+        assert_close(scores[i], labelling_score(sample, local), 1e-12, 1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(kinds=kinds_strategy(FOREST_KINDS + LOOPY_KINDS), **batch_strategy)
+def test_dual_bound_batch(kinds, seed, n_labels, shared, p_ninf):
+    # the stand-alone bound matches trws_batch's and certifies max-product BP
+    rng = np.random.default_rng(seed)
+    batch, samples = build_batch(rng, kinds, n_labels, shared, p_ninf)
+    adj = adjacency(batch)
+    n_samples = len(batch[0]) - 1
+    messages = np.zeros((2 * batch[2].shape[0], n_labels))
+    loopy_bp_batch(*batch, *adj, messages, True, 20, 0.3, 1e-9, np.zeros(n_samples, np.int64))
+    bound = np.full(n_samples, np.nan)
+    dual_bound_batch(*batch, *adj, messages, bound)
+    _, labels, bound0, _ = run_trws(batch, adj, max_iter=0, messages=messages.copy())
+    np.testing.assert_array_equal(bound, bound0)
+    check_valid(batch, samples, n_labels, labels, bound)
+
+
+def test_single_label_single_node_and_empty():
+    node_offsets = np.array([0, 1, 1, 4], np.int64)
+    edge_offsets = np.array([0, 0, 0, 3], np.int64)
+    edges = np.array([[1, 2], [3, 2], [1, 3]], np.int64)
+    unary = np.array([[0.5], [1.0], [-2.0], [0.25]])
+    pairwise = np.array([[[0.3]], [[-0.7]], [[0.1]]])
+    pw_index = np.array([0, 1, 2], np.int64)
+    batch = (node_offsets, edge_offsets, edges, unary, pairwise, pw_index)
+    _, labels, bound, n_iter = run_trws(batch, adjacency(batch))
+    np.testing.assert_array_equal(labels, 0)
+    np.testing.assert_allclose(bound, [0.5, 0.0, 1.0 - 2.0 + 0.25 + 0.3 - 0.7 + 0.1])
+    assert n_iter[1] == 0
+
+    single = (np.array([0, 1], np.int64), np.array([0, 0], np.int64),
+              np.zeros((0, 2), np.int64), np.array([[0.0, 2.0, NEG_INF]]),
+              np.zeros((0, 3, 3)), np.zeros(0, np.int64))
+    _, labels, bound, _ = run_trws(single, adjacency(single))
+    assert labels[0] == 1 and bound[0] == 2.0
+
+    empty = (np.array([0, 0], np.int64), np.array([0, 0], np.int64),
+             np.zeros((0, 2), np.int64), np.zeros((0, 2)), np.zeros((0, 2, 2)),
+             np.zeros(0, np.int64))
+    _, _, bound, n_iter = run_trws(empty, build_adjacency(0, empty[2]))
+    assert bound[0] == 0.0 and n_iter[0] == 0
+
+
+def test_infeasible_sample():
+    table = np.array([[NEG_INF, 0.0], [NEG_INF, 0.0]])  # middle label must be 1
+    table2 = np.array([[0.0, 0.0], [NEG_INF, NEG_INF]])  # middle label must be 0
+    batch = (np.array([0, 3, 4], np.int64), np.array([0, 2, 2], np.int64),
+             np.array([[0, 1], [1, 2]], np.int64), np.zeros((4, 2)),
+             np.array([table, table2]), np.array([0, 1], np.int64))
+    messages, labels, bound, _ = run_trws(batch, adjacency(batch))
+    assert not np.isnan(messages).any()
+    assert bound[0] == NEG_INF and bound[1] == 0.0
+    assert ((labels >= 0) & (labels < 2)).all()

@@ -1,0 +1,18 @@
+import subprocess
+import sys
+
+CODE = """
+import sys
+import skstruct
+assert "numba" not in sys.modules, "import skstruct must not import numba"
+from skstruct.inference import _chain, _tree, _exact, _graph
+import skstruct.inference as inf
+kernels = [_chain.viterbi_batch, _chain.forward_backward_batch, _tree.tree_batch,
+           _exact.exact_batch, _graph.build_adjacency]
+assert all(k.signatures == [] for k in kernels), "a kernel was compiled at import"
+assert all(k._cache.__class__.__name__ == "FunctionCache" for k in kernels), "cache=True"
+"""
+
+
+def test_import_compiles_nothing_and_kernels_are_cached():
+    subprocess.run([sys.executable, "-c", CODE], check=True)
