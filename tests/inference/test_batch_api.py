@@ -11,6 +11,7 @@ from skstruct.inference import (
     loss_augment,
     map_batch,
     map_inference,
+    marginal_inference,
     marginals_batch,
     max_marginals_batch,
     viterbi,
@@ -170,3 +171,70 @@ def test_loss_augment_checks_labels():
         loss_augment(np.zeros((2, 3)), np.array([0, 3]))
     with pytest.raises(ValueError, match="loss_weights"):
         loss_augment(np.zeros((2, 3)), np.array([0, 1]), np.array([1.0, -1.0, 1.0]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches(kinds=("chain", "tree", "loopy")))
+def test_auto_on_mixed_batches_with_cycles(samples):
+    batch, unary, pairwise = _pack(samples)
+    labels, bound = map_batch(batch, unary, pairwise, return_bound=True, max_iter=200)
+    node, edge, logz = marginals_batch(batch, unary, pairwise, max_iter=200)
+    no, eo = batch.node_offsets, batch.edge_offsets
+    for s, (u, e, p) in enumerate(samples):
+        ns, es = slice(no[s], no[s + 1]), slice(eo[s], eo[s + 1])
+        b, z, n, ed, _ = brute_force(u, e, p)
+        got = score_of(u, e, p, labels[ns])
+        # an upper bound on the optimum, attained exactly on forests
+        assert bound[s] >= b - 1e-9 or (b == -np.inf)
+        assert bound[s] >= got - 1e-9 or got == -np.inf
+        if batch.is_forest[s]:
+            assert close_or_both_neginf(got, b) and close_or_both_neginf(bound[s], b)
+            assert close_or_both_neginf(logz[s], z)
+            np.testing.assert_allclose(node[ns], n, atol=1e-9)
+        assert not np.isnan(node[ns]).any() and not np.isnan(edge[es]).any()
+        assert not np.isnan(logz[s])
+        if np.isfinite(logz[s]):
+            np.testing.assert_allclose(node[ns].sum(1), 1.0, atol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(models(kind="tree", allow_neginf=False))
+def test_loopy_methods_are_exact_on_trees(model):
+    unary, edges, pairwise = model
+    best, logz, node, edge, _ = brute_force(unary, edges, pairwise)
+    n, e, z = marginal_inference(unary, edges, pairwise, method="loopy", max_iter=500,
+                                 tol=1e-12)
+    assert np.isclose(z, logz, atol=1e-7)
+    np.testing.assert_allclose(n, node, atol=1e-7)
+    np.testing.assert_allclose(e, edge, atol=1e-7)
+    for method in ("trws", "max-product"):
+        labels, bound = map_inference(unary, edges, pairwise, method=method, max_iter=500,
+                                      tol=1e-12, return_bound=True)
+        assert np.isclose(score_of(unary, edges, pairwise, labels), best)
+    labels, bound = map_inference(unary, edges, pairwise, method="trws", max_iter=500,
+                                  tol=1e-12, return_bound=True)
+    assert np.isclose(bound, best)
+
+
+def test_warm_start_messages_are_kept_between_calls():
+    rng = np.random.default_rng(5)
+    side = 6
+    idx = np.arange(side * side).reshape(side, side)
+    edges = np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
+                            np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1)])
+    batch = GraphBatch.from_graphs([side * side], [edges])
+    unary = rng.normal(size=(side * side, 3))
+    pairwise = rng.normal(size=(3, 3))
+    msgs = np.zeros((2 * len(edges), 3))
+    _, b1 = map_batch(batch, unary, pairwise, method="trws", max_iter=3, tol=0.0,
+                      messages=msgs, return_bound=True)
+    assert np.any(msgs != 0)
+    _, b2 = map_batch(batch, unary, pairwise, method="trws", max_iter=3, tol=0.0,
+                      messages=msgs, return_bound=True)
+    _, b6 = map_batch(batch, unary, pairwise, method="trws", max_iter=6, tol=0.0,
+                      return_bound=True)
+    # three more iterations from the kept messages = six from scratch
+    assert b2[0] <= b1[0] + 1e-9
+    assert np.isclose(b2[0], b6[0])
+    with pytest.raises(ValueError, match="messages must be"):
+        map_batch(batch, unary, pairwise, method="trws", messages=np.zeros((3, 3)))

@@ -96,7 +96,9 @@ def build_batch(rng, kinds, n_labels, shared, p_ninf):
 
 
 def adjacency(batch):
-    return build_adjacency(batch[3].shape[0], batch[2])
+    """Adjacency arrays plus the all-True sample mask the kernels take next."""
+    active = np.ones(batch[0].shape[0] - 1, np.bool_)
+    return (*build_adjacency(batch[3].shape[0], batch[2]), active)
 
 
 def brute_force(sample, n_labels):
@@ -355,7 +357,7 @@ def test_infeasible_sample_gives_zero_beliefs_and_minus_inf():
 def test_empty_batch_member_only():
     batch = (np.array([0, 0], np.int64), np.array([0, 0], np.int64), np.zeros((0, 2), np.int64),
              np.zeros((0, 2)), np.zeros((0, 2, 2)), np.zeros(0, np.int64))
-    adj = build_adjacency(0, batch[2])
+    adj = adjacency(batch)
     messages, n_iter, converged = run_bp(batch, adj, False)
     _, _, logz = beliefs(batch, adj, messages)
     assert converged.all() and n_iter[0] == 0

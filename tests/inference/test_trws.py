@@ -93,7 +93,9 @@ def build_batch(rng, kinds, n_labels, shared, p_ninf):
 
 
 def adjacency(batch):
-    return build_adjacency(batch[3].shape[0], batch[2])
+    """Adjacency arrays plus the all-True sample mask the kernels take next."""
+    active = np.ones(batch[0].shape[0] - 1, np.bool_)
+    return (*build_adjacency(batch[3].shape[0], batch[2]), active)
 
 
 def brute_force(sample, n_labels):
@@ -346,7 +348,7 @@ def test_single_label_single_node_and_empty():
     empty = (np.array([0, 0], np.int64), np.array([0, 0], np.int64),
              np.zeros((0, 2), np.int64), np.zeros((0, 2)), np.zeros((0, 2, 2)),
              np.zeros(0, np.int64))
-    _, _, bound, n_iter = run_trws(empty, build_adjacency(0, empty[2]))
+    _, _, bound, n_iter = run_trws(empty, adjacency(empty))
     assert bound[0] == 0.0 and n_iter[0] == 0
 
 

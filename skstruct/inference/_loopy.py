@@ -1,0 +1,403 @@
+"""Loopy belief propagation kernels (sum-product and max-product, log space).
+
+All kernels follow the batch conventions of :mod:`skstruct.inference._graph`:
+a packed batch of ``S`` graphs, global node indices in ``edges``, scores that
+are maximised, and messages stored in a ``(2 E, K)`` array whose row ``2 e``
+goes from ``edges[e, 0]`` to ``edges[e, 1]`` and row ``2 e + 1`` back.  The
+adjacency arrays come from :func:`skstruct.inference._graph.build_adjacency`.
+
+For a node ``v`` seen at adjacency position ``p`` (edge ``e = adj_edge[p]``,
+side ``adj_side[p]``), the message *into* ``v`` along ``e`` is row
+``2 e + 1 - side`` and the message *out of* ``v`` is row ``2 e + side``.
+
+Hard constraints are ``-inf`` log-potentials.  Every kernel keeps its outputs
+finite or ``-inf``: an all ``-inf`` message stays all ``-inf`` rather than
+being normalised into NaN.
+
+Samples are independent and are processed in parallel (``prange``); inside a
+sample the work is sequential, so a sweep always sees the latest messages.
+"""
+
+import numpy as np
+from numba import prange
+
+from ._jit import jit, pjit
+
+NEG_INF = -np.inf
+
+
+@jit
+def _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, skip_edge, out):
+    """Write ``unary[v]`` plus the messages into ``v`` except along ``skip_edge``.
+
+    ``skip_edge = -1`` keeps every incoming message.  Skipping by edge index
+    (not by neighbour) keeps parallel edges between the same nodes distinct.
+    """
+    n_labels = unary.shape[1]
+    for k in range(n_labels):
+        out[k] = unary[v, k]
+    for p in range(adj_offsets[v], adj_offsets[v + 1]):
+        e = adj_edge[p]
+        if e == skip_edge:
+            continue
+        row = 2 * e + 1 - adj_side[p]
+        for k in range(n_labels):
+            out[k] += messages[row, k]
+
+
+@jit
+def _maxplus(h, pairwise, pw, side, out):
+    """``out[b] = max_a h[a] + theta(a, b)``, ``theta`` seen from the sender.
+
+    ``side`` is the sender's side of the edge: with side 0 the sender is
+    ``edges[e, 0]`` and ``theta(a, b) = pairwise[pw, a, b]``, otherwise the
+    matrix is read transposed.  The loop nest is chosen so that the innermost
+    loop walks ``pairwise`` contiguously in both cases.
+    """
+    n_labels = h.shape[0]
+    # row views and select-style maxima let LLVM vectorise both loop nests
+    if side == 0:
+        for b in range(n_labels):
+            out[b] = NEG_INF
+        for a in range(n_labels):
+            ha = h[a]
+            row = pairwise[pw, a]
+            for b in range(n_labels):
+                val = ha + row[b]
+                out[b] = val if val > out[b] else out[b]
+    else:
+        for b in range(n_labels):
+            row = pairwise[pw, b]
+            best = NEG_INF
+            for a in range(n_labels):
+                val = h[a] + row[a]
+                best = val if val > best else best
+            out[b] = best
+
+
+@jit
+def _logsumexp_product(h, pairwise, pw, side, out, acc):
+    """``out[b] = log sum_a exp(h[a] + theta(a, b))``; ``acc`` is scratch.
+
+    The per-column maximum is taken first (via :func:`_maxplus`) so that the
+    exponentials never overflow, and an all ``-inf`` column stays ``-inf``.
+    """
+    n_labels = h.shape[0]
+    _maxplus(h, pairwise, pw, side, out)
+    for b in range(n_labels):
+        acc[b] = 0.0
+    if side == 0:
+        for a in range(n_labels):
+            ha = h[a]
+            if ha == NEG_INF:
+                continue
+            for b in range(n_labels):
+                if out[b] != NEG_INF:
+                    acc[b] += np.exp(ha + pairwise[pw, a, b] - out[b])
+    else:
+        for b in range(n_labels):
+            mb = out[b]
+            if mb == NEG_INF:
+                continue
+            total = 0.0
+            for a in range(n_labels):
+                total += np.exp(h[a] + pairwise[pw, b, a] - mb)
+            acc[b] = total
+    for b in range(n_labels):
+        if out[b] != NEG_INF:
+            out[b] += np.log(acc[b])
+
+
+@jit
+def _normalise(msg, use_max):
+    """Shift ``msg`` so its max (max-product) or logsumexp (sum-product) is 0."""
+    n_labels = msg.shape[0]
+    m = NEG_INF
+    for k in range(n_labels):
+        m = max(m, msg[k])
+    if m == NEG_INF:
+        return
+    if not use_max:
+        total = 0.0
+        for k in range(n_labels):
+            total += np.exp(msg[k] - m)
+        m += np.log(total)
+    for k in range(n_labels):
+        msg[k] -= m
+
+
+@jit
+def _update_message(row, msg, messages, damping, use_max):
+    """Damp ``msg`` towards the stored row, store it, return the max change.
+
+    Damping mixes in log space.  A ``-inf`` in the new message is a hard
+    constraint and is kept; a ``-inf`` in the old message carries no
+    magnitude to mix, so the new value is taken undamped (mixing would pin the
+    entry at ``-inf`` forever).
+    """
+    n_labels = msg.shape[0]
+    if damping > 0.0:
+        for k in range(n_labels):
+            old = messages[row, k]
+            if msg[k] != NEG_INF and old != NEG_INF:
+                msg[k] = (1.0 - damping) * msg[k] + damping * old
+        _normalise(msg, use_max)
+    delta = 0.0
+    for k in range(n_labels):
+        old = messages[row, k]
+        new = msg[k]
+        # equal values (in particular -inf against -inf) are no change
+        if new != old:
+            d = abs(new - old)
+            if not d <= delta:
+                delta = d
+        messages[row, k] = new
+    return delta
+
+
+@pjit
+def loopy_bp_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
+                   adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
+                   use_max, max_iter, damping, tol, n_iter_out):
+    """Damped loopy belief propagation in log space, messages updated in place.
+
+    Parameters
+    ----------
+    node_offsets, edge_offsets : int64 ndarray of shape (S + 1,)
+        Node and edge ranges of each sample.
+    edges : int64 ndarray of shape (E, 2)
+        Global node indices of each edge.
+    unary : float64 ndarray of shape (N, K)
+        Node log-potentials (scores).
+    pairwise : float64 ndarray of shape (M, K, K)
+        Edge log-potential tables.
+    pw_index : int64 ndarray of shape (E,)
+        Table used by each edge.
+    adj_offsets, adj_edge, adj_nbr, adj_side : int64 ndarray
+        Adjacency from :func:`~skstruct.inference._graph.build_adjacency`.
+    active : bool ndarray of shape (S,)
+        Samples to process; the others are left untouched.
+    messages : float64 ndarray of shape (2 E, K)
+        Log-messages, read as the starting point (zeros for a fresh start,
+        previous messages for a warm start) and overwritten with the result.
+    use_max : bool
+        Max-product (max-sum) when true, sum-product otherwise.
+    max_iter : int
+        Maximum number of sweeps per sample.
+    damping : float
+        Weight of the old message, ``new = (1 - damping) * computed +
+        damping * old`` in log space; 0 disables damping.
+    tol : float
+        A sample stops after a sweep whose largest absolute message change is
+        below ``tol`` (``-inf`` against ``-inf`` counts as no change).
+    n_iter_out : int64 ndarray of shape (S,)
+        Written with the number of sweeps performed by each sample.
+
+    Returns
+    -------
+    converged : bool ndarray of shape (S,)
+        Whether each sample met the tolerance within ``max_iter`` sweeps.
+        Samples without edges converge after 0 sweeps.
+
+    Notes
+    -----
+    One sweep visits the sample's edges in edge order and recomputes both
+    directions of each edge from the latest messages (Gauss-Seidel order).
+    Each message is normalised to max 0 (max-product) or logsumexp 0
+    (sum-product); an all ``-inf`` message, which signals an infeasible
+    sample, is left as is.
+    """
+    n_samples = node_offsets.shape[0] - 1
+    n_labels = unary.shape[1]
+    converged = np.zeros(n_samples, np.bool_)
+    for s in prange(n_samples):
+        if not active[s]:
+            continue
+        e0 = edge_offsets[s]
+        e1 = edge_offsets[s + 1]
+        n_iter_out[s] = 0
+        if e1 == e0:
+            converged[s] = True
+            continue
+        h = np.empty(n_labels)
+        msg = np.empty(n_labels)
+        acc = np.empty(n_labels)
+        for it in range(max_iter):
+            delta = 0.0
+            for e in range(e0, e1):
+                pw = pw_index[e]
+                for side in range(2):
+                    sender = edges[e, side]
+                    _gather(sender, unary, adj_offsets, adj_edge, adj_side, messages, e, h)
+                    if use_max:
+                        _maxplus(h, pairwise, pw, side, msg)
+                    else:
+                        _logsumexp_product(h, pairwise, pw, side, msg, acc)
+                    _normalise(msg, use_max)
+                    d = _update_message(2 * e + side, msg, messages, damping, use_max)
+                    if not d <= delta:
+                        delta = d
+            n_iter_out[s] = it + 1
+            if delta < tol:
+                converged[s] = True
+                break
+    return converged
+
+
+@jit
+def _plogp_energy(prob, logp, theta):
+    """Return ``(sum prob * theta, -sum prob * logp)`` with ``0 * x = 0``."""
+    energy = 0.0
+    entropy = 0.0
+    for k in range(prob.shape[0]):
+        if prob[k] > 0.0:
+            energy += prob[k] * theta[k]
+            entropy -= prob[k] * logp[k]
+    return energy, entropy
+
+
+@pjit
+def bp_beliefs_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
+                     adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
+                     node_out, edge_out, logz_out):
+    """Node and edge beliefs and the Bethe log partition from sum-product messages.
+
+    Parameters
+    ----------
+    node_offsets, edge_offsets, edges, unary, pairwise, pw_index : ndarray
+        The batch, as in :func:`loopy_bp_batch`.
+    adj_offsets, adj_edge, adj_nbr, adj_side : int64 ndarray
+        Adjacency from :func:`~skstruct.inference._graph.build_adjacency`.
+    active : bool ndarray of shape (S,)
+        Samples to process; the others are left untouched.
+    messages : float64 ndarray of shape (2 E, K)
+        Sum-product log-messages (read only).
+    node_out : float64 ndarray of shape (N, K)
+        Written with the node beliefs, each row summing to 1.
+    edge_out : float64 ndarray of shape (E, K, K)
+        Written with the edge beliefs, ``edge_out[e, a, b]`` for label ``a`` at
+        ``edges[e, 0]`` and ``b`` at ``edges[e, 1]``, each summing to 1.
+    logz_out : float64 ndarray of shape (S,)
+        Written with the Bethe approximation of each sample's log partition.
+
+    Notes
+    -----
+    ``logZ_Bethe = sum_v <b_v, theta_v> + sum_e <b_e, theta_e> + sum_e H(b_e)
+    + sum_v (1 - deg_v) H(b_v)`` with ``0 * log 0 = 0 * -inf = 0``.  At a
+    fixed point on a forest it is the exact log partition.  A sample with an
+    all ``-inf`` belief is infeasible: its beliefs are set to 0 and its log
+    partition to ``-inf``.  A sample with no nodes has log partition 0.
+    """
+    n_samples = node_offsets.shape[0] - 1
+    n_labels = unary.shape[1]
+    for s in prange(n_samples):
+        if not active[s]:
+            continue
+        n0 = node_offsets[s]
+        n1 = node_offsets[s + 1]
+        e0 = edge_offsets[s]
+        e1 = edge_offsets[s + 1]
+        h = np.empty(n_labels)
+        hv = np.empty(n_labels)
+        logp = np.empty(n_labels)
+        logz = 0.0
+        feasible = True
+        for v in range(n0, n1):
+            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, h)
+            m = NEG_INF
+            for k in range(n_labels):
+                m = max(m, h[k])
+            if m == NEG_INF:
+                feasible = False
+                break
+            total = 0.0
+            for k in range(n_labels):
+                total += np.exp(h[k] - m)
+            lse = m + np.log(total)
+            for k in range(n_labels):
+                logp[k] = h[k] - lse
+                node_out[v, k] = np.exp(logp[k])
+            energy, entropy = _plogp_energy(node_out[v], logp, unary[v])
+            deg = adj_offsets[v + 1] - adj_offsets[v]
+            logz += energy + (1 - deg) * entropy
+        if feasible:
+            for e in range(e0, e1):
+                u = edges[e, 0]
+                v = edges[e, 1]
+                pw = pw_index[e]
+                _gather(u, unary, adj_offsets, adj_edge, adj_side, messages, e, h)
+                _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, e, hv)
+                b_e = edge_out[e]
+                m = NEG_INF
+                for a in range(n_labels):
+                    for b in range(n_labels):
+                        val = pairwise[pw, a, b] + h[a] + hv[b]
+                        b_e[a, b] = val
+                        m = max(m, val)
+                if m == NEG_INF:
+                    feasible = False
+                    break
+                total = 0.0
+                for a in range(n_labels):
+                    for b in range(n_labels):
+                        total += np.exp(b_e[a, b] - m)
+                lse = m + np.log(total)
+                for a in range(n_labels):
+                    for b in range(n_labels):
+                        lp = b_e[a, b] - lse
+                        pr = np.exp(lp)
+                        b_e[a, b] = pr
+                        if pr > 0.0:
+                            logz += pr * (pairwise[pw, a, b] - lp)
+        if feasible:
+            logz_out[s] = logz
+        else:
+            logz_out[s] = NEG_INF
+            for v in range(n0, n1):
+                for k in range(n_labels):
+                    node_out[v, k] = 0.0
+            for e in range(e0, e1):
+                for a in range(n_labels):
+                    for b in range(n_labels):
+                        edge_out[e, a, b] = 0.0
+
+
+@pjit
+def max_beliefs_decode_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
+                             adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
+                             labels_out):
+    """Label every node by the argmax of its max-product belief.
+
+    Parameters
+    ----------
+    node_offsets, edge_offsets, edges, unary, pairwise, pw_index : ndarray
+        The batch, as in :func:`loopy_bp_batch` (only ``node_offsets`` and
+        ``unary`` are read; the rest keeps the kernel signatures uniform).
+    adj_offsets, adj_edge, adj_nbr, adj_side : int64 ndarray
+        Adjacency from :func:`~skstruct.inference._graph.build_adjacency`.
+    active : bool ndarray of shape (S,)
+        Samples to process; the others are left untouched.
+    messages : float64 ndarray of shape (2 E, K)
+        Max-product log-messages (read only).
+    labels_out : int64 ndarray of shape (N,)
+        Written with ``argmax_k unary[v, k] + sum of incoming messages``; ties
+        (and all ``-inf`` beliefs) go to the lowest label.
+
+    Notes
+    -----
+    On a forest with a unique optimum the result is the MAP labelling.  With
+    ties between optima the per-node argmaxes may mix different optima.
+    """
+    n_samples = node_offsets.shape[0] - 1
+    n_labels = unary.shape[1]
+    for s in prange(n_samples):
+        if not active[s]:
+            continue
+        h = np.empty(n_labels)
+        for v in range(node_offsets[s], node_offsets[s + 1]):
+            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, h)
+            best = 0
+            for k in range(1, n_labels):
+                if h[k] > h[best]:
+                    best = k
+            labels_out[v] = best

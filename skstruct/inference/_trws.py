@@ -1,0 +1,446 @@
+"""Sequential tree-reweighted message passing (TRW-S) in max-sum form.
+
+Implements Kolmogorov, "Convergent tree-reweighted message passing for energy
+minimization", IEEE TPAMI 28(10), 2006, with scores maximised instead of
+energies minimised.  Batch conventions are those of
+:mod:`skstruct.inference._graph`; the adjacency arrays come from
+:func:`~skstruct.inference._graph.build_adjacency`.
+
+Within a sample the node order is the global index order.  The graph is
+covered by monotonic chains: at node ``s`` the ``i``-th edge to a lower
+neighbour is continued by the ``i``-th edge to a higher neighbour (both in
+adjacency, i.e. edge, order), so every edge lies in exactly one chain and
+``n_s = max(#lower, #higher)`` chains (1 for an isolated node) pass through
+``s``; ``gamma_s = 1 / n_s``.
+
+The upper bound is the tree-decomposition bound of those chains under the
+current reparametrisation ``theta_hat_s = unary_s + sum of incoming
+messages``, ``theta_hat_st(a, b) = theta_st(a, b) - m_{s->t}(b) -
+m_{t->s}(a)``: chain ``T`` gets ``gamma_s theta_hat_s`` at each of its nodes
+and ``theta_hat_st`` at each of its edges, and the bound is the sum over
+chains of the chain's maximum (one Viterbi pass per chain).  The pieces add up
+to the original score of every labelling, so the bound holds for any finite
+messages.  ``-inf`` message entries are hard constraints; they are valid as
+long as they only rule out labels that no feasible labelling uses, which is
+the case for zero-initialised messages and for every message TRW-S computes
+from them (a ``-inf`` arises only by arc-consistency style propagation of
+``-inf`` potentials).
+"""
+
+import numpy as np
+from numba import prange
+
+from ._jit import jit, pjit
+
+NEG_INF = -np.inf
+
+
+@jit
+def _maxplus(h, pairwise, pw, side, out):
+    """``out[b] = max_a h[a] + theta(a, b)``, ``theta`` seen from the sender.
+
+    ``side`` is the sender's side of the edge: with side 0 the sender is
+    ``edges[e, 0]`` and ``theta(a, b) = pairwise[pw, a, b]``, otherwise the
+    matrix is read transposed.  The loop nest keeps the innermost loop
+    contiguous in ``pairwise`` in both cases.
+    """
+    n_labels = h.shape[0]
+    # row views and select-style maxima let LLVM vectorise both loop nests
+    if side == 0:
+        for b in range(n_labels):
+            out[b] = NEG_INF
+        for a in range(n_labels):
+            ha = h[a]
+            row = pairwise[pw, a]
+            for b in range(n_labels):
+                val = ha + row[b]
+                out[b] = val if val > out[b] else out[b]
+    else:
+        for b in range(n_labels):
+            row = pairwise[pw, b]
+            best = NEG_INF
+            for a in range(n_labels):
+                val = h[a] + row[a]
+                best = val if val > best else best
+            out[b] = best
+
+
+@jit
+def _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, out):
+    """Write ``theta_hat_v = unary[v] + sum of all messages into v``."""
+    n_labels = unary.shape[1]
+    for k in range(n_labels):
+        out[k] = unary[v, k]
+    for p in range(adj_offsets[v], adj_offsets[v + 1]):
+        row = 2 * adj_edge[p] + 1 - adj_side[p]
+        for k in range(n_labels):
+            out[k] += messages[row, k]
+
+
+@jit
+def _send(v, p, gamma, theta_hat, adj_edge, adj_side, pairwise, pw_index, messages, h, out):
+    """TRW-S update of the message from ``v`` along adjacency position ``p``.
+
+    ``m_{v->t}(x_t) = max_x [gamma theta_hat_v(x) - m_{t->v}(x) + theta(x, x_t)]``,
+    shifted to max 0.  Where ``theta_hat_v`` is ``-inf`` the label is ruled
+    out, so the term is ``-inf`` (this also avoids ``-inf - -inf`` when the
+    ``-inf`` came from ``m_{t->v}`` itself).
+    """
+    n_labels = h.shape[0]
+    e = adj_edge[p]
+    side = adj_side[p]
+    in_row = 2 * e + 1 - side
+    out_row = 2 * e + side
+    for k in range(n_labels):
+        if theta_hat[k] == NEG_INF:
+            h[k] = NEG_INF
+        else:
+            h[k] = gamma * theta_hat[k] - messages[in_row, k]
+    _maxplus(h, pairwise, pw_index[e], side, out)
+    m = NEG_INF
+    for k in range(n_labels):
+        m = max(m, out[k])
+    if m == NEG_INF:
+        for k in range(n_labels):
+            messages[out_row, k] = NEG_INF
+    else:
+        for k in range(n_labels):
+            messages[out_row, k] = out[k] - m
+
+
+@jit
+def _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, labels, off):
+    """Score of one sample's labelling (``-inf`` if it breaks a constraint).
+
+    Node ``v`` has label ``labels[v - off]``.
+    """
+    total = 0.0
+    for v in range(n0, n1):
+        total += unary[v, labels[v - off]]
+    for e in range(e0, e1):
+        total += pairwise[pw_index[e], labels[edges[e, 0] - off], labels[edges[e, 1] - off]]
+    return total
+
+
+@pjit
+def labelling_scores_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
+                           labels, out):
+    """Score of a given labelling for every sample.
+
+    Parameters
+    ----------
+    node_offsets, edge_offsets : int64 ndarray of shape (S + 1,)
+        Node and edge ranges of each sample.
+    edges : int64 ndarray of shape (E, 2)
+        Global node indices of each edge.
+    unary : float64 ndarray of shape (N, K)
+        Node scores.
+    pairwise : float64 ndarray of shape (M, K, K)
+        Edge score tables.
+    pw_index : int64 ndarray of shape (E,)
+        Table used by each edge.
+    labels : int64 ndarray of shape (N,)
+        Label of every node.
+    out : float64 ndarray of shape (S,)
+        Written with ``sum_v unary[v, x_v] + sum_e pairwise[pw_index[e], x_u,
+        x_v]`` per sample (0 for an empty sample, ``-inf`` for a labelling that
+        violates a hard constraint).
+    """
+    n_samples = node_offsets.shape[0] - 1
+    for s in prange(n_samples):
+        out[s] = _sample_score(node_offsets[s], node_offsets[s + 1], edge_offsets[s],
+                               edge_offsets[s + 1], edges, unary, pairwise, pw_index, labels, 0)
+
+
+@jit
+def _chain_structure(n0, n1, e0, e1, adj_offsets, adj_edge, adj_nbr, adj_side):
+    """Monotonic chains of one sample.
+
+    Returns ``(n_lo, n_hi, hi_pos, lo_rank, gamma)``: per node the number of
+    lower and higher neighbours and ``gamma``; ``hi_pos[adj_offsets[v] - a0 +
+    i]`` is the adjacency position of the ``i``-th higher edge of ``v`` and
+    ``lo_rank[p - a0]`` the chain slot in which the edge at position ``p``
+    enters its other end (its rank among that node's lower edges), with
+    ``a0 = adj_offsets[n0]``.
+    """
+    n = n1 - n0
+    a0 = adj_offsets[n0]
+    a1 = adj_offsets[n1]
+    n_lo = np.zeros(n, np.int64)
+    n_hi = np.zeros(n, np.int64)
+    hi_pos = np.empty(a1 - a0, np.int64)
+    rank = np.zeros(a1 - a0, np.int64)
+    lo_rank = np.zeros(a1 - a0, np.int64)
+    rev_pos = np.empty(max(2 * (e1 - e0), 1), np.int64)
+    for v in range(n0, n1):
+        lv = v - n0
+        for p in range(adj_offsets[v], adj_offsets[v + 1]):
+            t = adj_nbr[p]
+            rev_pos[2 * (adj_edge[p] - e0) + adj_side[p]] = p
+            if t > v:
+                hi_pos[adj_offsets[v] - a0 + n_hi[lv]] = p
+                rank[p - a0] = n_hi[lv]
+                n_hi[lv] += 1
+            elif t < v:
+                rank[p - a0] = n_lo[lv]
+                n_lo[lv] += 1
+    for p in range(a0, a1):
+        other = rev_pos[2 * (adj_edge[p] - e0) + 1 - adj_side[p]]
+        lo_rank[p - a0] = rank[other - a0]
+    gamma = np.empty(n)
+    for lv in range(n):
+        gamma[lv] = 1.0 / max(n_lo[lv], n_hi[lv], 1)
+    return n_lo, n_hi, hi_pos, lo_rank, gamma
+
+
+@jit
+def _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank, a0,
+                 adj_offsets, adj_edge, adj_nbr, adj_side, pairwise, pw_index, messages,
+                 f, g, f2):
+    """Sum over the monotonic chains of the chain maximum (the TRW bound).
+
+    ``theta_hat`` is ``(n, K)`` for the sample's nodes.  Each chain starts at
+    a node ``v`` with chain slot ``i >= n_lo[v]`` (no lower edge feeds it) and
+    follows slot ``i`` through successive higher edges.
+    """
+    n_labels = theta_hat.shape[1]
+    bound = 0.0
+    for v in range(n0, n1):
+        lv = v - n0
+        n_chain = max(n_lo[lv], n_hi[lv], 1)
+        for slot in range(n_lo[lv], n_chain):
+            cur = v
+            gc = gamma[lv]
+            for k in range(n_labels):
+                f[k] = gc * theta_hat[lv, k]
+            while slot < n_hi[cur - n0]:
+                p = hi_pos[adj_offsets[cur] - a0 + slot]
+                e = adj_edge[p]
+                side = adj_side[p]
+                t = adj_nbr[p]
+                lt = t - n0
+                in_row = 2 * e + 1 - side
+                out_row = 2 * e + side
+                # f[a] finite implies theta_hat_cur(a), hence every message
+                # into cur at a, is finite: no inf - inf below
+                for k in range(n_labels):
+                    if f[k] == NEG_INF:
+                        g[k] = NEG_INF
+                    else:
+                        g[k] = f[k] - messages[in_row, k]
+                _maxplus(g, pairwise, pw_index[e], side, f2)
+                gt = gamma[lt]
+                for k in range(n_labels):
+                    th = theta_hat[lt, k]
+                    if th == NEG_INF or f2[k] == NEG_INF:
+                        f[k] = NEG_INF
+                    else:
+                        f[k] = f2[k] + gt * th - messages[out_row, k]
+                slot = lo_rank[p - a0]
+                cur = t
+            m = NEG_INF
+            for k in range(n_labels):
+                m = max(m, f[k])
+            bound += m
+    return bound
+
+
+@jit
+def _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side,
+            messages, labels, acc):
+    """Kolmogorov's sequential decoding of one sample into ``labels[v - n0]``.
+
+    In node order, ``x_s`` maximises ``unary_s + sum over labelled (lower)
+    neighbours u of theta_us(x_u, .) + sum over unlabelled (higher) neighbours
+    of m_{u->s}``.  Ties and all ``-inf`` rows go to the lowest label.
+    """
+    n_labels = unary.shape[1]
+    for v in range(n0, n1):
+        for k in range(n_labels):
+            acc[k] = unary[v, k]
+        for p in range(adj_offsets[v], adj_offsets[v + 1]):
+            u = adj_nbr[p]
+            e = adj_edge[p]
+            side = adj_side[p]
+            if u < v:
+                xu = labels[u - n0]
+                pw = pw_index[e]
+                if side == 0:
+                    for k in range(n_labels):
+                        acc[k] += pairwise[pw, k, xu]
+                else:
+                    for k in range(n_labels):
+                        acc[k] += pairwise[pw, xu, k]
+            elif u > v:
+                row = 2 * e + 1 - side
+                for k in range(n_labels):
+                    acc[k] += messages[row, k]
+        best = 0
+        for k in range(1, n_labels):
+            if acc[k] > acc[best]:
+                best = k
+        labels[v - n0] = best
+
+
+@pjit
+def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
+               adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
+               max_iter, tol, labels_out, bound_out, n_iter_out):
+    """TRW-S max-sum inference: labelling, upper bound, messages in place.
+
+    Parameters
+    ----------
+    node_offsets, edge_offsets : int64 ndarray of shape (S + 1,)
+        Node and edge ranges of each sample.
+    edges : int64 ndarray of shape (E, 2)
+        Global node indices of each edge.
+    unary : float64 ndarray of shape (N, K)
+        Node scores (maximised).
+    pairwise : float64 ndarray of shape (M, K, K)
+        Edge score tables.
+    pw_index : int64 ndarray of shape (E,)
+        Table used by each edge.
+    adj_offsets, adj_edge, adj_nbr, adj_side : int64 ndarray
+        Adjacency from :func:`~skstruct.inference._graph.build_adjacency`.
+    active : bool ndarray of shape (S,)
+        Samples to process; the others are left untouched.
+    messages : float64 ndarray of shape (2 E, K)
+        Max-sum messages, read as the starting point (zeros for a fresh
+        start, previous output for a warm start) and overwritten.  ``-inf``
+        entries must only rule out labels no feasible labelling uses (see the
+        module docstring); any finite values are allowed.
+    max_iter : int
+        Maximum number of iterations (one forward plus one backward pass).
+    tol : float
+        A sample stops once its bound changes by less than
+        ``tol * max(1, |bound|)`` over one iteration.
+    labels_out : int64 ndarray of shape (N,)
+        Written with the best-scoring labelling decoded so far (decoding is
+        done from the initial messages and after every iteration).
+    bound_out : float64 ndarray of shape (S,)
+        Written with an upper bound on each sample's maximum score: the
+        smallest chain-decomposition bound met (initial messages included).
+        ``-inf`` proves infeasibility; 0 for an empty sample.
+    n_iter_out : int64 ndarray of shape (S,)
+        Written with the number of iterations performed by each sample.
+
+    Notes
+    -----
+    The bound is exact at any point on a sample whose edges are the chain
+    ``(i, i + 1)`` in node order (a single monotonic chain).  Reversing an
+    edge (swapping ``edges[e]`` and transposing its table) changes nothing
+    but the storage of its two messages.  Self-loops are not supported.
+    """
+    n_samples = node_offsets.shape[0] - 1
+    n_labels = unary.shape[1]
+    for s in prange(n_samples):
+        if not active[s]:
+            continue
+        n0 = node_offsets[s]
+        n1 = node_offsets[s + 1]
+        e0 = edge_offsets[s]
+        e1 = edge_offsets[s + 1]
+        n = n1 - n0
+        n_iter_out[s] = 0
+        if n == 0:
+            bound_out[s] = 0.0
+            continue
+        a0 = adj_offsets[n0]
+        n_lo, n_hi, hi_pos, lo_rank, gamma = _chain_structure(n0, n1, e0, e1, adj_offsets,
+                                                              adj_edge, adj_nbr, adj_side)
+
+        theta_hat = np.empty((n, n_labels))
+        h = np.empty(n_labels)
+        out = np.empty(n_labels)
+        f = np.empty(n_labels)
+        f2 = np.empty(n_labels)
+        cand = np.empty(n_labels)
+        labels = np.zeros(n, np.int64)
+
+        for v in range(n0, n1):
+            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, theta_hat[v - n0])
+        bound = _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank, a0,
+                             adj_offsets, adj_edge, adj_nbr, adj_side, pairwise, pw_index,
+                             messages, f, h, f2)
+        best_bound = bound
+        _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side,
+                messages, labels, cand)
+        best_score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, labels,
+                                   n0)
+        for v in range(n0, n1):
+            labels_out[v] = labels[v - n0]
+
+        for it in range(max_iter):
+            for v in range(n0, n1):
+                th = theta_hat[v - n0]
+                _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, th)
+                for p in range(adj_offsets[v], adj_offsets[v + 1]):
+                    if adj_nbr[p] > v:
+                        _send(v, p, gamma[v - n0], th, adj_edge, adj_side, pairwise,
+                              pw_index, messages, h, out)
+            # in the backward pass the messages into v are final once v is
+            # visited, so theta_hat is left ready for the bound
+            for v in range(n1 - 1, n0 - 1, -1):
+                th = theta_hat[v - n0]
+                _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, th)
+                for p in range(adj_offsets[v], adj_offsets[v + 1]):
+                    if adj_nbr[p] < v:
+                        _send(v, p, gamma[v - n0], th, adj_edge, adj_side, pairwise,
+                              pw_index, messages, h, out)
+            n_iter_out[s] = it + 1
+            new_bound = _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank,
+                                     a0, adj_offsets, adj_edge, adj_nbr, adj_side, pairwise,
+                                     pw_index, messages, f, h, f2)
+            best_bound = min(best_bound, new_bound)
+            _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr,
+                    adj_side, messages, labels, cand)
+            score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, labels, n0)
+            if score > best_score:
+                best_score = score
+                for v in range(n0, n1):
+                    labels_out[v] = labels[v - n0]
+            # equal bounds (including -inf against -inf) are converged
+            done = new_bound == bound or abs(new_bound - bound) < tol * max(
+                1.0, abs(new_bound))
+            bound = new_bound
+            if done:
+                break
+        bound_out[s] = best_bound
+
+
+@pjit
+def dual_bound_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
+                     adj_offsets, adj_edge, adj_nbr, adj_side, active, messages, bound_out):
+    """Monotonic-chain upper bound on each sample's max score for given messages.
+
+    The bound :func:`trws_batch` reports, evaluated once for ``messages``
+    (read only) without running any iteration, e.g. to certify max-product
+    loopy BP messages.  Arguments are as in :func:`trws_batch`; ``bound_out``
+    float64 ``(S,)`` is written (0 for an empty sample).  Valid for any finite
+    messages; ``-inf`` entries must only rule out labels that no feasible
+    labelling uses, which holds for messages computed by max-product BP or
+    TRW-S from zeros.
+    """
+    n_samples = node_offsets.shape[0] - 1
+    n_labels = unary.shape[1]
+    for s in prange(n_samples):
+        if not active[s]:
+            continue
+        n0 = node_offsets[s]
+        n1 = node_offsets[s + 1]
+        n = n1 - n0
+        if n == 0:
+            bound_out[s] = 0.0
+            continue
+        n_lo, n_hi, hi_pos, lo_rank, gamma = _chain_structure(
+            n0, n1, edge_offsets[s], edge_offsets[s + 1], adj_offsets, adj_edge, adj_nbr,
+            adj_side)
+        theta_hat = np.empty((n, n_labels))
+        for v in range(n0, n1):
+            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, theta_hat[v - n0])
+        f = np.empty(n_labels)
+        g = np.empty(n_labels)
+        f2 = np.empty(n_labels)
+        bound_out[s] = _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank,
+                                    adj_offsets[n0], adj_offsets, adj_edge, adj_nbr, adj_side,
+                                    pairwise, pw_index, messages, f, g, f2)
