@@ -31,50 +31,9 @@ import numpy as np
 from numba import prange
 
 from ._jit import jit, pjit
+from ._loopy import _gather, _maxplus
 
 NEG_INF = -np.inf
-
-
-@jit
-def _maxplus(h, pairwise, pw, side, out):
-    """``out[b] = max_a h[a] + theta(a, b)``, ``theta`` seen from the sender.
-
-    ``side`` is the sender's side of the edge: with side 0 the sender is
-    ``edges[e, 0]`` and ``theta(a, b) = pairwise[pw, a, b]``, otherwise the
-    matrix is read transposed.  The loop nest keeps the innermost loop
-    contiguous in ``pairwise`` in both cases.
-    """
-    n_labels = h.shape[0]
-    # row views and select-style maxima let LLVM vectorise both loop nests
-    if side == 0:
-        for b in range(n_labels):
-            out[b] = NEG_INF
-        for a in range(n_labels):
-            ha = h[a]
-            row = pairwise[pw, a]
-            for b in range(n_labels):
-                val = ha + row[b]
-                out[b] = val if val > out[b] else out[b]
-    else:
-        for b in range(n_labels):
-            row = pairwise[pw, b]
-            best = NEG_INF
-            for a in range(n_labels):
-                val = h[a] + row[a]
-                best = val if val > best else best
-            out[b] = best
-
-
-@jit
-def _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, out):
-    """Write ``theta_hat_v = unary[v] + sum of all messages into v``."""
-    n_labels = unary.shape[1]
-    for k in range(n_labels):
-        out[k] = unary[v, k]
-    for p in range(adj_offsets[v], adj_offsets[v + 1]):
-        row = 2 * adj_edge[p] + 1 - adj_side[p]
-        for k in range(n_labels):
-            out[k] += messages[row, k]
 
 
 @jit
@@ -358,7 +317,7 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
         labels = np.zeros(n, np.int64)
 
         for v in range(n0, n1):
-            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, theta_hat[v - n0])
+            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, theta_hat[v - n0])
         bound = _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank, a0,
                              adj_offsets, adj_edge, adj_nbr, adj_side, pairwise, pw_index,
                              messages, f, h, f2)
@@ -373,7 +332,7 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
         for it in range(max_iter):
             for v in range(n0, n1):
                 th = theta_hat[v - n0]
-                _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, th)
+                _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, th)
                 for p in range(adj_offsets[v], adj_offsets[v + 1]):
                     if adj_nbr[p] > v:
                         _send(v, p, gamma[v - n0], th, adj_edge, adj_side, pairwise,
@@ -382,7 +341,7 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
             # visited, so theta_hat is left ready for the bound
             for v in range(n1 - 1, n0 - 1, -1):
                 th = theta_hat[v - n0]
-                _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, th)
+                _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, th)
                 for p in range(adj_offsets[v], adj_offsets[v + 1]):
                     if adj_nbr[p] < v:
                         _send(v, p, gamma[v - n0], th, adj_edge, adj_side, pairwise,
@@ -437,7 +396,7 @@ def dual_bound_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_inde
             adj_side)
         theta_hat = np.empty((n, n_labels))
         for v in range(n0, n1):
-            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, theta_hat[v - n0])
+            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, theta_hat[v - n0])
         f = np.empty(n_labels)
         g = np.empty(n_labels)
         f2 = np.empty(n_labels)
