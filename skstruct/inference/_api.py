@@ -22,14 +22,19 @@ _MAX_ENUMERATION = 1 << 22
 
 @contextlib.contextmanager
 def n_threads(n_jobs):
-    """Run the enclosed kernels on ``n_jobs`` threads (sklearn's convention:
-    None means all cores... of numba's pool, negative counts back from it), and
-    restore the previous setting afterwards."""
+    """Run the enclosed kernels on ``n_jobs`` threads, then restore the setting.
+
+    sklearn's convention: ``None`` leaves numba's current setting, a positive
+    count is capped at numba's pool size, ``-1`` means every thread of the
+    pool, ``-2`` all but one, and so on.
+    """
     import numba
 
     if n_jobs is None:
         yield
         return
+    if not isinstance(n_jobs, Integral) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
     n_max = numba.config.NUMBA_NUM_THREADS
     n = n_jobs if n_jobs > 0 else max(1, n_max + 1 + n_jobs)
     n = min(n, n_max)
@@ -157,9 +162,8 @@ def loss_augment(unary, y, loss_weights=None):
     y = _check_labels(y, unary.shape[0], unary.shape[1])
     w = _loss_weights(loss_weights, unary.shape[1])
     out = unary + w[y][:, None]
-    out[np.arange(unary.shape[0]), y] -= w[y]
-    # restore the exact values of the true labels (no round-off from +w-w)
-    out[np.arange(unary.shape[0]), y] = unary[np.arange(unary.shape[0]), y]
+    rows = np.arange(unary.shape[0])
+    out[rows, y] = unary[rows, y]
     return out
 
 
@@ -226,7 +230,10 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
         and (max-product) message damping.
     messages : ndarray of shape (2 E, K), optional
         Messages of the iterative methods, updated in place: pass the same
-        array again to warm-start (e.g. between learning iterations).
+        array again to warm-start (e.g. between learning iterations).  Start
+        from zeros or from what an earlier call left there: the bound is
+        valid for any finite messages, and for ``-inf`` entries only where
+        message passing itself produced them.
     return_bound : bool
         Also return per sample an upper bound on the best score (the optimum
         itself for the exact methods; TRW-S's dual bound; for max-product the

@@ -133,6 +133,8 @@ def test_n_jobs_does_not_change_results_and_restores_threads():
     b = map_batch(batch, unary, pairwise, n_jobs=-1)
     assert numba.get_num_threads() == before
     np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="n_jobs must be"):
+        map_batch(batch, unary, pairwise, n_jobs=0)
 
 
 @pytest.mark.parametrize("kwargs, message", [
