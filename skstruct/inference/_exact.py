@@ -7,13 +7,17 @@ from ._jit import jit, pjit
 
 
 @jit
-def _score(unary, pairwise, pw_index, edges, n0, n1, e0, e1, lab):
-    s = 0.0
+def _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, labels, off):
+    """Score of one sample's labelling (``-inf`` if it breaks a constraint).
+
+    Node ``v`` has label ``labels[v - off]``.
+    """
+    total = 0.0
     for v in range(n0, n1):
-        s += unary[v, lab[v - n0]]
+        total += unary[v, labels[v - off]]
     for e in range(e0, e1):
-        s += pairwise[pw_index[e], lab[edges[e, 0] - n0], lab[edges[e, 1] - n0]]
-    return s
+        total += pairwise[pw_index[e], labels[edges[e, 0] - off], labels[edges[e, 1] - off]]
+    return total
 
 
 @jit
@@ -50,7 +54,7 @@ def exact_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, ac
         best = -np.inf
         labels[n0:n1] = 0
         while True:
-            x = _score(unary, pairwise, pw_index, edges, n0, n1, e0, e1, lab)
+            x = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, n0)
             if x > best:
                 best = x
                 labels[n0:n1] = lab
@@ -67,7 +71,8 @@ def exact_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, ac
         lab[:] = 0
         z = 0.0
         while True:
-            p = np.exp(_score(unary, pairwise, pw_index, edges, n0, n1, e0, e1, lab) - best)
+            x = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, n0)
+            p = np.exp(x - best)
             z += p
             for v in range(n0, n1):
                 node_out[v, lab[v - n0]] += p

@@ -30,6 +30,7 @@ from them (a ``-inf`` arises only by arc-consistency style propagation of
 import numpy as np
 from numba import prange
 
+from ._exact import _sample_score
 from ._jit import jit, pjit
 from ._loopy import _gather, _maxplus
 
@@ -65,20 +66,6 @@ def _send(v, p, gamma, theta_hat, adj_edge, adj_side, pairwise, pw_index, messag
     else:
         for k in range(n_labels):
             messages[out_row, k] = out[k] - m
-
-
-@jit
-def _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, labels, off):
-    """Score of one sample's labelling (``-inf`` if it breaks a constraint).
-
-    Node ``v`` has label ``labels[v - off]``.
-    """
-    total = 0.0
-    for v in range(n0, n1):
-        total += unary[v, labels[v - off]]
-    for e in range(e0, e1):
-        total += pairwise[pw_index[e], labels[edges[e, 0] - off], labels[edges[e, 1] - off]]
-    return total
 
 
 @pjit

@@ -142,3 +142,15 @@ batch_strategy = {
     "shared": st.booleans(),
     "p_ninf": st.sampled_from([0.0, 0.0, 0.1, 0.3]),
 }
+
+
+def reversed_batch(rng, batch):
+    """The same models with a random half of the edges reversed and their
+    matrices transposed; returns ``(batch2, flip)``."""
+    node_offsets, edge_offsets, edges, unary, pairwise, pw_index = batch
+    flip = rng.random(len(edges)) < 0.5
+    edges2 = edges.copy()
+    edges2[flip] = edges[flip][:, ::-1]
+    pairwise2 = np.ascontiguousarray(np.concatenate([pairwise, pairwise.transpose(0, 2, 1)]))
+    pw_index2 = pw_index + len(pairwise) * flip
+    return (node_offsets, edge_offsets, edges2, unary, pairwise2, pw_index2), flip

@@ -19,6 +19,7 @@ from tests.inference.kernel_cases import (
     brute_force,
     build_batch,
     labelling_score,
+    reversed_batch,
 )
 
 # ---------------------------------------------------------------- runners
@@ -147,13 +148,8 @@ def test_warm_start_from_converged_messages(kinds, use_max, seed, n_labels, shar
 def test_edge_reversal_invariance(kinds, seed, n_labels, shared, p_ninf):
     rng = np.random.default_rng(seed)
     batch, _ = build_batch(rng, kinds, n_labels, shared, p_ninf)
-    node_offsets, edge_offsets, edges, unary, pairwise, pw_index = batch
-    flip = rng.random(len(edges)) < 0.5
-    edges2 = edges.copy()
-    edges2[flip] = edges[flip][:, ::-1]
-    pairwise2 = np.ascontiguousarray(np.concatenate([pairwise, pairwise.transpose(0, 2, 1)]))
-    pw_index2 = pw_index + len(pairwise) * flip
-    batch2 = (node_offsets, edge_offsets, edges2, unary, pairwise2, pw_index2)
+    edges = batch[2]
+    batch2, flip = reversed_batch(rng, batch)
     adj, adj2 = adjacency(batch), adjacency(batch2)
     m1, _, _ = run_bp(batch, adj, False, max_iter=20, damping=0.2)
     m2, _, _ = run_bp(batch2, adj2, False, max_iter=20, damping=0.2)

@@ -16,6 +16,7 @@ from tests.inference.kernel_cases import (
     brute_force,
     build_batch,
     labelling_score,
+    reversed_batch,
 )
 
 # ---------------------------------------------------------------- runners
@@ -123,13 +124,8 @@ def test_bound_valid_for_arbitrary_finite_messages(kinds, seed, n_labels, shared
 def test_edge_reversal_invariance(kinds, seed, n_labels, shared, p_ninf):
     rng = np.random.default_rng(seed)
     batch, _ = build_batch(rng, kinds, n_labels, shared, p_ninf)
-    node_offsets, edge_offsets, edges, unary, pairwise, pw_index = batch
-    flip = rng.random(len(edges)) < 0.5
-    edges2 = edges.copy()
-    edges2[flip] = edges[flip][:, ::-1]
-    pairwise2 = np.ascontiguousarray(np.concatenate([pairwise, pairwise.transpose(0, 2, 1)]))
-    pw_index2 = pw_index + len(pairwise) * flip
-    batch2 = (node_offsets, edge_offsets, edges2, unary, pairwise2, pw_index2)
+    edges = batch[2]
+    batch2, flip = reversed_batch(rng, batch)
     m1, labels1, bound1, n_iter1 = run_trws(batch, adjacency(batch), max_iter=25)
     m2, labels2, bound2, n_iter2 = run_trws(batch2, adjacency(batch2), max_iter=25)
     swapped = m2.reshape(len(edges), 2, n_labels).copy()
