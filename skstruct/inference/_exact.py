@@ -31,6 +31,27 @@ def _next(lab, K):
     return False
 
 
+@jit
+def exact_map_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, labels):
+    """Best labelling of one sample by enumeration into ``labels[n0:n1]``.
+
+    ``lab`` is an int64 scratch of length ``n1 - n0``.  Returns the best
+    score; the first maximiser in odometer order wins ties.
+    """
+    K = unary.shape[1]
+    lab[:] = 0
+    best = -np.inf
+    labels[n0:n1] = 0
+    while True:
+        x = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, n0)
+        if x > best:
+            best = x
+            labels[n0:n1] = lab
+        if not _next(lab, K):
+            break
+    return best
+
+
 @pjit
 def exact_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, active,
                 marginals, labels, best_out, logz_out, node_out, edge_out):
@@ -49,17 +70,8 @@ def exact_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, ac
         n1 = node_offsets[s + 1]
         e0 = edge_offsets[s]
         e1 = edge_offsets[s + 1]
-        n = n1 - n0
-        lab = np.zeros(n, np.int64)
-        best = -np.inf
-        labels[n0:n1] = 0
-        while True:
-            x = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, n0)
-            if x > best:
-                best = x
-                labels[n0:n1] = lab
-            if not _next(lab, K):
-                break
+        lab = np.zeros(n1 - n0, np.int64)
+        best = exact_map_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, labels)
         best_out[s] = best
         if not marginals:
             continue

@@ -99,6 +99,89 @@ def _edge_marginal(pairwise, pw_index, edges, e, v, bv, bp_excl, xi):
             xi[a, b] /= acc
 
 
+@jit
+def tree_one(n0, n1, edges, unary, pairwise, pw_index, order, parent, parent_edge,
+             use_max, full, labels, belief, up_msg, bp, edge_mode, edge_out, c, arg,
+             scratch, down, excl, xi):
+    """Exact inference on one forest sample (nodes ``n0:n1``); see :func:`tree_batch`.
+
+    ``arg`` (K,) int64 and ``scratch``, ``down``, ``excl`` (K,), ``xi`` (K, K)
+    are scratch arrays; ``c`` is the row of ``edge_out`` summed into in
+    ``edge_mode`` 2.  Returns the max score (``use_max``) or log partition.
+    """
+    K = unary.shape[1]
+    for v in range(n0, n1):
+        for k in range(K):
+            belief[v, k] = unary[v, k]
+    # leaves to roots
+    for q in range(n1 - 1, n0 - 1, -1):
+        v = order[q]
+        p = parent[v]
+        if p < 0:
+            continue
+        _send(pairwise, pw_index, edges, parent_edge[v], v, belief[v], use_max,
+              up_msg[v], arg, scratch)
+        for k in range(K):
+            belief[p, k] += up_msg[v, k]
+            if use_max:
+                bp[v, k] = arg[k]
+    total = 0.0
+    for q in range(n0, n1):
+        v = order[q]
+        if parent[v] < 0:
+            total += _reduce(belief[v], use_max)
+    if use_max:
+        for q in range(n0, n1):
+            v = order[q]
+            p = parent[v]
+            if p < 0:
+                best = 0
+                for k in range(1, K):
+                    if belief[v, k] > belief[v, best]:
+                        best = k
+                labels[v] = best
+            else:
+                labels[v] = bp[v, labels[p]]
+    if not full:
+        return total
+    # roots to leaves: belief[p] is final when its children are reached
+    for q in range(n0, n1):
+        v = order[q]
+        p = parent[v]
+        if p < 0:
+            continue
+        e = parent_edge[v]
+        for k in range(K):
+            excl[k] = _sub(belief[p, k], up_msg[v, k])
+        _send(pairwise, pw_index, edges, e, p, excl, use_max, down, arg, scratch)
+        if not use_max and edge_mode != 0 and total > -np.inf:
+            _edge_marginal(pairwise, pw_index, edges, e, v, belief[v], excl, xi)
+            if edge_mode == 1:
+                edge_out[0, e] = xi
+            else:
+                edge_out[c, pw_index[e]] += xi
+        for k in range(K):
+            belief[v, k] += down[k]
+    if use_max:
+        # a forest's max-marginal adds the best scores of the other trees
+        cur = 0.0
+        for q in range(n0, n1):
+            v = order[q]
+            if parent[v] < 0:
+                cur = _reduce(belief[v], True)
+            for k in range(K):
+                if total == -np.inf:
+                    belief[v, k] = -np.inf
+                else:
+                    belief[v, k] += total - cur
+    else:
+        for v in range(n0, n1):
+            z = _reduce(belief[v], False)
+            for k in range(K):
+                belief[v, k] = 0.0 if total == -np.inf else np.exp(belief[v, k] - z)
+    return total
+
+
 @pjit
 def tree_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, order, parent,
                parent_edge, active, chunks, use_max, full, labels, value_out, belief,
@@ -127,73 +210,6 @@ def tree_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, ord
                 continue
             n0 = node_offsets[s]
             n1 = node_offsets[s + 1]
-            for v in range(n0, n1):
-                for k in range(K):
-                    belief[v, k] = unary[v, k]
-            # leaves to roots
-            for q in range(n1 - 1, n0 - 1, -1):
-                v = order[q]
-                p = parent[v]
-                if p < 0:
-                    continue
-                _send(pairwise, pw_index, edges, parent_edge[v], v, belief[v], use_max,
-                      up_msg[v], arg, scratch)
-                for k in range(K):
-                    belief[p, k] += up_msg[v, k]
-                    if use_max:
-                        bp[v, k] = arg[k]
-            total = 0.0
-            for q in range(n0, n1):
-                v = order[q]
-                if parent[v] < 0:
-                    total += _reduce(belief[v], use_max)
-            value_out[s] = total
-            if use_max:
-                for q in range(n0, n1):
-                    v = order[q]
-                    p = parent[v]
-                    if p < 0:
-                        best = 0
-                        for k in range(1, K):
-                            if belief[v, k] > belief[v, best]:
-                                best = k
-                        labels[v] = best
-                    else:
-                        labels[v] = bp[v, labels[p]]
-            if not full:
-                continue
-            # roots to leaves: belief[p] is final when its children are reached
-            for q in range(n0, n1):
-                v = order[q]
-                p = parent[v]
-                if p < 0:
-                    continue
-                e = parent_edge[v]
-                for k in range(K):
-                    excl[k] = _sub(belief[p, k], up_msg[v, k])
-                _send(pairwise, pw_index, edges, e, p, excl, use_max, down, arg, scratch)
-                if not use_max and edge_mode != 0 and total > -np.inf:
-                    _edge_marginal(pairwise, pw_index, edges, e, v, belief[v], excl, xi)
-                    if edge_mode == 1:
-                        edge_out[0, e] = xi
-                    else:
-                        edge_out[c, pw_index[e]] += xi
-                for k in range(K):
-                    belief[v, k] += down[k]
-            if use_max:
-                # a forest's max-marginal adds the best scores of the other trees
-                cur = 0.0
-                for q in range(n0, n1):
-                    v = order[q]
-                    if parent[v] < 0:
-                        cur = _reduce(belief[v], True)
-                    for k in range(K):
-                        if total == -np.inf:
-                            belief[v, k] = -np.inf
-                        else:
-                            belief[v, k] += total - cur
-            else:
-                for v in range(n0, n1):
-                    z = _reduce(belief[v], False)
-                    for k in range(K):
-                        belief[v, k] = 0.0 if total == -np.inf else np.exp(belief[v, k] - z)
+            value_out[s] = tree_one(n0, n1, edges, unary, pairwise, pw_index, order, parent,
+                                    parent_edge, use_max, full, labels, belief, up_msg, bp,
+                                    edge_mode, edge_out, c, arg, scratch, down, excl, xi)

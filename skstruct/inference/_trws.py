@@ -228,6 +228,81 @@ def _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, a
         labels[v - n0] = best
 
 
+@jit
+def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_edge,
+             adj_nbr, adj_side, messages, max_iter, tol, labels_out):
+    """TRW-S on one sample (nodes ``n0:n1``, edges ``e0:e1``); see :func:`trws_batch`.
+
+    Returns ``(bound, n_iter)``.
+    """
+    n_labels = unary.shape[1]
+    n = n1 - n0
+    if n == 0:
+        return 0.0, 0
+    n_done = 0
+    a0 = adj_offsets[n0]
+    n_lo, n_hi, hi_pos, lo_rank, gamma = _chain_structure(n0, n1, e0, e1, adj_offsets,
+                                                          adj_edge, adj_nbr, adj_side)
+
+    theta_hat = np.empty((n, n_labels))
+    h = np.empty(n_labels)
+    out = np.empty(n_labels)
+    f = np.empty(n_labels)
+    f2 = np.empty(n_labels)
+    cand = np.empty(n_labels)
+    labels = np.zeros(n, np.int64)
+
+    for v in range(n0, n1):
+        _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, theta_hat[v - n0])
+    bound = _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank, a0,
+                         adj_offsets, adj_edge, adj_nbr, adj_side, pairwise, pw_index,
+                         messages, f, h, f2)
+    best_bound = bound
+    _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side,
+            messages, labels, cand)
+    best_score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, labels,
+                               n0)
+    for v in range(n0, n1):
+        labels_out[v] = labels[v - n0]
+
+    for it in range(max_iter):
+        for v in range(n0, n1):
+            th = theta_hat[v - n0]
+            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, th)
+            for p in range(adj_offsets[v], adj_offsets[v + 1]):
+                if adj_nbr[p] > v:
+                    _send(v, p, gamma[v - n0], th, adj_edge, adj_side, pairwise,
+                          pw_index, messages, h, out)
+        # in the backward pass the messages into v are final once v is
+        # visited, so theta_hat is left ready for the bound
+        for v in range(n1 - 1, n0 - 1, -1):
+            th = theta_hat[v - n0]
+            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, th)
+            for p in range(adj_offsets[v], adj_offsets[v + 1]):
+                if adj_nbr[p] < v:
+                    _send(v, p, gamma[v - n0], th, adj_edge, adj_side, pairwise,
+                          pw_index, messages, h, out)
+        n_done = it + 1
+        new_bound = _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank,
+                                 a0, adj_offsets, adj_edge, adj_nbr, adj_side, pairwise,
+                                 pw_index, messages, f, h, f2)
+        best_bound = min(best_bound, new_bound)
+        _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr,
+                adj_side, messages, labels, cand)
+        score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, labels, n0)
+        if score > best_score:
+            best_score = score
+            for v in range(n0, n1):
+                labels_out[v] = labels[v - n0]
+        # equal bounds (including -inf against -inf) are converged
+        done = new_bound == bound or abs(new_bound - bound) < tol * max(
+            1.0, abs(new_bound))
+        bound = new_bound
+        if done:
+            break
+    return best_bound, n_done
+
+
 @pjit
 def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
                adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
@@ -278,80 +353,13 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
     but the storage of its two messages.  Self-loops are not supported.
     """
     n_samples = node_offsets.shape[0] - 1
-    n_labels = unary.shape[1]
     for s in prange(n_samples):
         if not active[s]:
             continue
-        n0 = node_offsets[s]
-        n1 = node_offsets[s + 1]
-        e0 = edge_offsets[s]
-        e1 = edge_offsets[s + 1]
-        n = n1 - n0
-        n_iter_out[s] = 0
-        if n == 0:
-            bound_out[s] = 0.0
-            continue
-        a0 = adj_offsets[n0]
-        n_lo, n_hi, hi_pos, lo_rank, gamma = _chain_structure(n0, n1, e0, e1, adj_offsets,
-                                                              adj_edge, adj_nbr, adj_side)
-
-        theta_hat = np.empty((n, n_labels))
-        h = np.empty(n_labels)
-        out = np.empty(n_labels)
-        f = np.empty(n_labels)
-        f2 = np.empty(n_labels)
-        cand = np.empty(n_labels)
-        labels = np.zeros(n, np.int64)
-
-        for v in range(n0, n1):
-            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, theta_hat[v - n0])
-        bound = _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank, a0,
-                             adj_offsets, adj_edge, adj_nbr, adj_side, pairwise, pw_index,
-                             messages, f, h, f2)
-        best_bound = bound
-        _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side,
-                messages, labels, cand)
-        best_score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, labels,
-                                   n0)
-        for v in range(n0, n1):
-            labels_out[v] = labels[v - n0]
-
-        for it in range(max_iter):
-            for v in range(n0, n1):
-                th = theta_hat[v - n0]
-                _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, th)
-                for p in range(adj_offsets[v], adj_offsets[v + 1]):
-                    if adj_nbr[p] > v:
-                        _send(v, p, gamma[v - n0], th, adj_edge, adj_side, pairwise,
-                              pw_index, messages, h, out)
-            # in the backward pass the messages into v are final once v is
-            # visited, so theta_hat is left ready for the bound
-            for v in range(n1 - 1, n0 - 1, -1):
-                th = theta_hat[v - n0]
-                _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, th)
-                for p in range(adj_offsets[v], adj_offsets[v + 1]):
-                    if adj_nbr[p] < v:
-                        _send(v, p, gamma[v - n0], th, adj_edge, adj_side, pairwise,
-                              pw_index, messages, h, out)
-            n_iter_out[s] = it + 1
-            new_bound = _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank,
-                                     a0, adj_offsets, adj_edge, adj_nbr, adj_side, pairwise,
-                                     pw_index, messages, f, h, f2)
-            best_bound = min(best_bound, new_bound)
-            _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr,
-                    adj_side, messages, labels, cand)
-            score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, labels, n0)
-            if score > best_score:
-                best_score = score
-                for v in range(n0, n1):
-                    labels_out[v] = labels[v - n0]
-            # equal bounds (including -inf against -inf) are converged
-            done = new_bound == bound or abs(new_bound - bound) < tol * max(
-                1.0, abs(new_bound))
-            bound = new_bound
-            if done:
-                break
-        bound_out[s] = best_bound
+        bound_out[s], n_iter_out[s] = trws_one(
+            node_offsets[s], node_offsets[s + 1], edge_offsets[s], edge_offsets[s + 1], edges,
+            unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side, messages,
+            max_iter, tol, labels_out)
 
 
 @pjit
