@@ -8,14 +8,17 @@ import importlib
 
 __version__ = "0.1.0.dev0"
 
-_SUBMODULES = ("datasets", "inference")
+_SUBMODULES = ("datasets", "inference", "metrics", "models", "preprocessing", "solvers")
+_ESTIMATORS = {"StructuredSVM": "._svm"}
 
-__all__ = ["__version__", *_SUBMODULES]
+__all__ = ["__version__", *_SUBMODULES, *_ESTIMATORS]
 
 
 def __getattr__(name):
     if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
+    if name in _ESTIMATORS:
+        return getattr(importlib.import_module(_ESTIMATORS[name], __name__), name)
     raise AttributeError(f"module 'skstruct' has no attribute {name!r}")
 
 

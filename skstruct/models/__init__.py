@@ -1,0 +1,19 @@
+"""Joint feature maps (structures) the estimators learn with.
+
+Each model is an sklearn ``BaseEstimator`` holding only its parameters, so
+``GridSearchCV`` can tune e.g. ``model__edges``; estimators fit a clone into
+``model_`` and never mutate the object you pass.
+"""
+
+from ._base import Design, StructuredModel
+from ._models import (
+                      ChainModel,
+                      GraphModel,
+                      MulticlassModel,
+                      MultiLabelModel,
+                      auto_model,
+                      chow_liu_tree,
+)
+
+__all__ = ["ChainModel", "Design", "GraphModel", "MultiLabelModel", "MulticlassModel",
+           "StructuredModel", "auto_model", "chow_liu_tree"]

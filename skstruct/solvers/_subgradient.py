@@ -1,0 +1,109 @@
+"""Stochastic subgradient descent with the Pegasos step, one epoch per call.
+
+Shalev-Shwartz, Singer & Srebro, "Pegasos", ICML 2007: step ``1 / (lambda
+(t + 1))`` on ``lambda / 2 ||w||^2 + 1 / n sum_i H_i(w)``, with the weighted
+averaging ``w_avg <- t / (t + 2) w_avg + 2 / (t + 2) w`` of Lacoste-Julien,
+Schmidt & Bach (2012).  Sparse steps stay sparse: ``w = a * v`` and
+``w_avg = A v + B z`` with scalars ``a, A, B`` (see the module code for the
+recurrences), so a step costs the features of the samples it touches.
+Within a mini-batch the oracles run in parallel at the same ``w``.
+"""
+
+import numpy as np
+from numba import prange
+
+from ..inference._jit import pjit
+from ._bcfw import _corner
+from ._oracle import make_work
+
+# state slots
+A_SCALE, AVG_A, AVG_B, STEP = 0, 1, 2, 3
+
+
+@pjit
+def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, Wz, Pz, state,
+                      Preal, U, Ua, PE, msgs, bp, lab, Sc, trips, n_trips, belief, up,
+                      max_nodes, max_edges):
+    """One epoch over ``order`` in mini-batches; returns the mean surrogate value
+    met along the way (computed at the iterates, not at the final ``w``)."""
+    n_order = order.shape[0]
+    K = U.shape[1]
+    Kp = Wv.shape[1]
+    xdata, xind, xptr = D[3], D[4], D[5]
+    edata, eind, eptr = D[6], D[7], D[8]
+    hinge = np.zeros(batch_size)
+    total = 0.0
+    for start in range(0, n_order, batch_size):
+        stop = min(start + batch_size, n_order)
+        B = stop - start
+        a = state[A_SCALE]
+        Preal[:] = a * Pv
+        for j in prange(B):
+            s = order[start + j]
+            work = make_work(K, max_nodes, max_edges, belief, up)
+            _, hinge[j], n_trip = _corner(D, s, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc,
+                                          work, surrogate)
+            n_trips[j] = n_trip
+            for q in range(n_trip):
+                trips[j, 0, q] = work[10][q]
+                trips[j, 1, q] = work[11][q]
+                trips[j, 2, q] = work[12][q]
+                trips[j, 3, q] = work[13][q]
+        for j in range(B):
+            total += hinge[j]
+        t = state[STEP]
+        state[STEP] = t + 1.0
+        eta = 1.0 / (lam * (t + 1.0))
+        shrink = 1.0 - 1.0 / (t + 1.0)
+        if shrink == 0.0:
+            Wv[:] = 0.0
+            Pv[:] = 0.0
+            a = 1.0
+        else:
+            a *= shrink
+        coef = eta / (B * a)
+        # z receives -(A / B) * delta; with no average yet (t == 0) it restarts
+        if averaging and t > 0.0:
+            zc = -state[AVG_A] / state[AVG_B] * coef
+        else:
+            zc = 0.0
+        for j in range(B):
+            s = order[start + j]
+            for v in range(D[0][s], D[0][s + 1]):
+                for p in range(xptr[v], xptr[v + 1]):
+                    f = xind[p]
+                    x = xdata[p]
+                    for c in range(Kp):
+                        d = x * Sc[v, c]
+                        Wv[f, c] += coef * d
+                        Wz[f, c] += zc * d
+            for q in range(n_trips[j]):
+                e = int(trips[j, 0, q])
+                ta = int(trips[j, 1, q])
+                tb = int(trips[j, 2, q])
+                wq = trips[j, 3, q]
+                for p in range(eptr[e], eptr[e + 1]):
+                    d = wq * edata[p]
+                    Pv[eind[p], ta, tb] += coef * d
+                    Pz[eind[p], ta, tb] += zc * d
+        if averaging:
+            if t == 0.0:
+                Wz[:] = 0.0
+                Pz[:] = 0.0
+                state[AVG_A] = a
+                state[AVG_B] = 1.0
+            else:
+                rho = 2.0 / (t + 2.0)
+                state[AVG_A] = (1.0 - rho) * state[AVG_A] + rho * a
+                state[AVG_B] *= 1.0 - rho
+                if state[AVG_B] < 1e-150:
+                    Wz *= state[AVG_B]
+                    Pz *= state[AVG_B]
+                    state[AVG_B] = 1.0
+        if a < 1e-100:
+            Wv *= a
+            Pv *= a
+            state[AVG_A] /= a
+            a = 1.0
+        state[A_SCALE] = a
+    return total / max(n_order, 1)
