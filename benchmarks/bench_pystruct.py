@@ -163,13 +163,12 @@ def primal_of(row_name, w, layout_kind, n_labels=None):
     model = skstruct_model(kind).fit(X_train, y_train)
     design, _ = model.design(X_train, y_train)
     K = design.n_classes
-    F = design.features.shape[1]
+    F = design.n_features_total
     w = np.asarray(w)
     if kind == "multilabel":
-        L = n_labels
-        Fx = F // L
-        W = w[:L * Fx].reshape(L, Fx).T.reshape(F, 1)
-        P = w[L * Fx:].reshape(-1, 2, 2)
+        # pystruct: unary (L, F) row-major; skstruct: column l * F + f, the same order
+        W = w[:F].reshape(F, 1)
+        P = w[F:].reshape(-1, 2, 2)
     else:
         W = w[:K * F].reshape(K, F).T.copy()
         P = w[K * F:].reshape(-1, K, K)

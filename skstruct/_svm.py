@@ -93,7 +93,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     coef_ : ndarray of shape (n_params,)
         Weights: the unary block ``(n_features, n_columns)`` row-major, then
         the pairwise tables ``(n_edge_features, n_classes, n_classes)``.
-    unary_coef_ : ndarray of shape (n_columns, n_features)
+    unary_coef_ : ndarray of shape (n_classes, n_features)
+        ``(n_labels, n_features)`` for ``MultiLabelModel`` (label ``l`` scores
+        ``+/- unary_coef_[l] @ x``).
     pairwise_coef_ : ndarray of shape (n_edge_features, n_classes, n_classes)
     classes_ : ndarray
         Node labels seen in ``fit``.
@@ -210,7 +212,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if force:
             design.kind = np.full_like(design.kind, 3)
         D = design.args(design.y, lw, self.inference_iter)
-        F = design.features.shape[1]
+        F = design.n_features_total
         Kp = design.n_columns
         EF = design.n_edge_features
         S = design.batch.n_samples
@@ -289,7 +291,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if self.solver == "bcfw":
             st.update(A=np.zeros((design.batch.n_nodes, Kp)), Pi=np.zeros((S, EF, K, K)),
                       ell_i=np.zeros(S), En=np.zeros((design.batch.n_nodes, Kp)),
-                      Pt=np.zeros((EF, K, K)), state=np.zeros(4), X=design.features)
+                      Pt=np.zeros((EF, K, K)), state=np.zeros(4),
+                      expand=design.expand_nodes)
             st["state"][0] = 1.0
         else:
             st.update(Wz=np.zeros((F, Kp)), Pz=np.zeros((EF, K, K)),
@@ -304,7 +307,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if "gram" not in st:
             # Gram matrices make the line search independent of n_features;
             # samples too big for one fall back to a sparse scatter
-            st["gram"], st["gofs"] = sample_grams(D[0], D[3], D[4], D[5], F, 64)
+            st["gram"], st["gofs"] = sample_grams(D[0], D[3], D[4], D[5], D[25], D[26], F, 64)
         if "V" not in st:
             st["V"] = np.zeros_like(st["W"])
             st["DP"] = np.zeros_like(st["P"])
@@ -340,7 +343,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if self.solver == "bcfw":
             if self.averaging and st["state"][3] > 0:
                 sig = st["state"][0]
-                Wt = np.asarray(st["X"].T @ st["En"])
+                Wt = st["expand"](st["En"])
                 return st["W"] + sig * Wt, st["P"] + sig * st["Pt"]
             return st["W"].copy(), st["P"].copy()
         a, A, B = st["state"][:3]
@@ -379,7 +382,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
 
     @property
     def unary_coef_(self):
-        return self._W.T
+        return self.model_.unary_view(self._W)
 
     @property
     def pairwise_coef_(self):

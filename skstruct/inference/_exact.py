@@ -36,19 +36,69 @@ def exact_map_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, labels)
     """Best labelling of one sample by enumeration into ``labels[n0:n1]``.
 
     ``lab`` is an int64 scratch of length ``n1 - n0``.  Returns the best
-    score; the first maximiser in odometer order wins ties.
+    score; the first maximiser in odometer order wins ties.  The score is
+    updated incrementally: an odometer step only rescores the nodes whose
+    label changed and their edges.
     """
     K = unary.shape[1]
+    n = n1 - n0
+    m = e1 - e0
+    # local incidence lists, so a relabelled node finds its edges directly
+    deg = np.zeros(n + 1, np.int64)
+    for e in range(e0, e1):
+        deg[edges[e, 0] - n0 + 1] += 1
+        deg[edges[e, 1] - n0 + 1] += 1
+    for v in range(n):
+        deg[v + 1] += deg[v]
+    inc = np.empty(2 * m, np.int64)
+    fill = deg[:n].copy()
+    for e in range(e0, e1):
+        a = edges[e, 0] - n0
+        b = edges[e, 1] - n0
+        inc[fill[a]] = e
+        fill[a] += 1
+        inc[fill[b]] = e
+        fill[b] += 1
     lab[:] = 0
-    best = -np.inf
     labels[n0:n1] = 0
+    score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, n0)
+    best = score
+    finite = score > -np.inf
     while True:
-        x = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, n0)
-        if x > best:
-            best = x
-            labels[n0:n1] = lab
-        if not _next(lab, K):
+        # advance the odometer, rescoring each digit that changes
+        i = 0
+        while i < n:
+            old = lab[i]
+            new = old + 1 if old + 1 < K else 0
+            if finite:
+                v = n0 + i
+                delta = unary[v, new] - unary[v, old]
+                for q in range(deg[i], deg[i + 1]):
+                    e = inc[q]
+                    T = pairwise[pw_index[e]]
+                    a = edges[e, 0] - n0
+                    b = edges[e, 1] - n0
+                    if a == i:
+                        delta += T[new, lab[b]] - T[old, lab[b]]
+                    else:
+                        delta += T[lab[a], new] - T[lab[a], old]
+                lab[i] = new
+                score += delta
+            else:
+                lab[i] = new
+            if new != 0:
+                break
+            i += 1
+        if i == n:
             break
+        if not finite or score != score:
+            # -inf terms make differences undefined: rescore from scratch
+            score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, n0)
+            finite = score > -np.inf
+        if score > best:
+            best = score
+            for v in range(n):
+                labels[n0 + v] = lab[v]
     return best
 
 

@@ -42,10 +42,28 @@ class Design:
     csign: np.ndarray
     kind: np.ndarray
     y: np.ndarray = None
+    xrow: np.ndarray = None
+    xoff: np.ndarray = None
+    n_features_total: int = None
+
+    def __post_init__(self):
+        N = self.batch.n_nodes
+        if self.xrow is None:
+            self.xrow = np.arange(N, dtype=np.int64)
+            self.xoff = np.zeros(N, np.int64)
+            self.n_features_total = self.features.shape[1]
 
     @property
     def n_params_unary(self):
-        return self.features.shape[1] * (int(self.cmap.max()) + 1)
+        return self.n_features_total * (int(self.cmap.max()) + 1)
+
+    def expand_nodes(self, coef):
+        """``sum_v x_v (x) coef[v]``: node coefficients (N, Kp) to weights (F, Kp)."""
+        X = self.features[self.xrow]
+        X.indices = X.indices + np.repeat(self.xoff, np.diff(X.indptr)).astype(X.indices.dtype)
+        X = sp.csr_matrix((X.data, X.indices, X.indptr),
+                          shape=(X.shape[0], self.n_features_total))
+        return np.asarray(X.T @ coef)
 
     @property
     def n_columns(self):
@@ -86,7 +104,7 @@ class Design:
                 ef.indptr.astype(np.int64), bool(self.tied), pwi,
                 np.asarray(y, np.int64), np.asarray(loss_weights, np.float64),
                 self.cmap, self.csign, col_rep, self.kind, order, parent, parent_edge,
-                *adj, int(trws_iter))
+                *adj, int(trws_iter), self.xrow, self.xoff)
 
     @property
     def max_nodes(self):
@@ -172,12 +190,17 @@ class StructuredModel(BaseEstimator):
             d.y = encode_labels(labels, self.classes_)
         return d, packed
 
+    def unary_view(self, W):
+        """Unary weights ``(F, Kp)`` as users read them: one row per class."""
+        return W.T
+
     def n_params(self, design):
         K = self.n_classes_
         return design.n_params_unary + design.n_edge_features * K * K
 
     # --- helpers for subclasses -------------------------------------------
-    def _make_design(self, features, batch, edge_features, tied, cmap=None, csign=None):
+    def _make_design(self, features, batch, edge_features, tied, cmap=None, csign=None,
+                     xrow=None, xoff=None, n_features_total=None):
         K = self.n_classes_
         if cmap is None:
             cmap = np.arange(K, dtype=np.int64)
@@ -190,7 +213,7 @@ class StructuredModel(BaseEstimator):
         tied = tied or is_tied(edge_features)
         kind = decoders(batch, K, self.inference)
         return Design(features, batch, edge_features, tied, K, np.asarray(cmap, np.int64),
-                      np.asarray(csign, np.float64), kind)
+                      np.asarray(csign, np.float64), kind, None, xrow, xoff, n_features_total)
 
 
 def tied_edges(n_edges, index=None, n_tables=1):

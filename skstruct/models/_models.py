@@ -249,17 +249,23 @@ class MultiLabelModel(StructuredModel):
         return self
 
     def _design(self, X):
-        n = X.shape[0]
+        n, F = X.shape
         L = self.n_labels_
         M = self.edges_.shape[0]
-        # node (i, l) carries x_i in columns f * L + l
-        feats = sp.kron(sp.csr_matrix(X), sp.identity(L, format="csr"), format="csr")
+        # node (i, l) reads row i of X shifted to the columns l * F ... (l + 1) * F - 1,
+        # so each sample's features are stored once for all its labels
+        xrow = np.repeat(np.arange(n, dtype=np.int64), L)
+        xoff = np.tile(np.arange(L, dtype=np.int64) * F, n)
         batch = GraphBatch.from_graphs(np.full(n, L), [self.edges_] * n)
         ef = tied_edges(n * M, np.tile(np.arange(M), n), max(M, 1))
-        return self._make_design(feats, batch, ef, True, cmap=[0, 0], csign=[-1.0, 1.0])
+        return self._make_design(X, batch, ef, True, cmap=[0, 0], csign=[-1.0, 1.0],
+                                 xrow=xrow, xoff=xoff, n_features_total=L * F)
 
     def _format(self, labels, X):
         return labels.reshape(-1, self.n_labels_)
+
+    def unary_view(self, W):
+        return W.reshape(self.n_labels_, -1)
 
 
 class MulticlassModel(StructuredModel):

@@ -41,7 +41,7 @@ def _tables(D, s, P, PE):
 def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate):
     n0 = D[0][s]
     n1 = D[0][s + 1]
-    unary_scores(n0, n1, D[3], D[4], D[5], W, D[13], D[14], scale_w, U)
+    unary_scores(n0, n1, D[3], D[4], D[5], D[25], D[26], W, D[13], D[14], scale_w, U)
     pair = _tables(D, s, P, PE)
     return oracle(s, surrogate, D[16][s], D[0], D[1], D[2], D[11], D[12], D[13], D[14], U, Ua,
                   pair, D[10], D[17], D[18], D[19], D[20], D[21], D[22], D[23], msgs, D[24],
@@ -61,7 +61,7 @@ def _trip_to_dense(D, work, n_trip, coef, out):
 
 
 @jit
-def _scatter(n0, n1, xdata, xind, xptr, Sc, V, mark, touched):
+def _scatter(n0, n1, xdata, xind, xptr, xrow, xoff, Sc, V, mark, touched):
     """``V[f] = sum_v x_vf Sc[v]`` over the features the nodes touch; returns their
     count, listed in ``touched`` (``mark`` holds a stamp per feature)."""
     Kp = V.shape[1]
@@ -70,8 +70,9 @@ def _scatter(n0, n1, xdata, xind, xptr, Sc, V, mark, touched):
     mark[0] = stamp
     for v in range(n0, n1):
         dv = Sc[v]
-        for p in range(xptr[v], xptr[v + 1]):
-            f = xind[p]
+        o = xoff[v]
+        for p in range(xptr[xrow[v]], xptr[xrow[v] + 1]):
+            f = xind[p] + o
             vrow = V[f]
             if mark[f + 1] != stamp:
                 mark[f + 1] = stamp
@@ -86,7 +87,7 @@ def _scatter(n0, n1, xdata, xind, xptr, Sc, V, mark, touched):
 
 
 @jit
-def sample_grams(node_offsets, xdata, xind, xptr, n_features, max_nodes):
+def sample_grams(node_offsets, xdata, xind, xptr, xrow, xoff, n_features, max_nodes):
     """Gram matrices ``X_s X_s^T`` of the samples with at most ``max_nodes`` nodes,
     flat, with offsets (an empty range for the others)."""
     S = node_offsets.shape[0] - 1
@@ -103,16 +104,18 @@ def sample_grams(node_offsets, xdata, xind, xptr, n_features, max_nodes):
         m = node_offsets[s + 1] - n0
         for a in range(m):
             va = n0 + a
-            for p in range(xptr[va], xptr[va + 1]):
-                dense[xind[p]] += xdata[p]
+            ra = xrow[va]
+            for p in range(xptr[ra], xptr[ra + 1]):
+                dense[xind[p] + xoff[va]] += xdata[p]
             for b in range(m):
                 vb = n0 + b
+                rb = xrow[vb]
                 t = 0.0
-                for p in range(xptr[vb], xptr[vb + 1]):
-                    t += dense[xind[p]] * xdata[p]
+                for p in range(xptr[rb], xptr[rb + 1]):
+                    t += dense[xind[p] + xoff[vb]] * xdata[p]
                 gram[gofs[s] + a * m + b] = t
-            for p in range(xptr[va], xptr[va + 1]):
-                dense[xind[p]] = 0.0
+            for p in range(xptr[ra], xptr[ra + 1]):
+                dense[xind[p] + xoff[va]] = 0.0
     return gram, gofs
 
 
@@ -130,6 +133,7 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
     Kp = W.shape[1]
     work = make_work(K, max_nodes, max_edges, belief, up)
     xdata, xind, xptr = D[3], D[4], D[5]
+    xrow, xoff = D[25], D[26]
     col_rep = D[15]
     csign = D[14]
     inv = 1.0 / (lam * n)
@@ -185,7 +189,7 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
                     sq += (1.0 if a == b else 2.0) * gram[g0 + a * m + b] * dd
             n_touch = -1
         else:
-            n_touch = _scatter(n0, n1, xdata, xind, xptr, Sc, V, mark, touched)
+            n_touch = _scatter(n0, n1, xdata, xind, xptr, xrow, xoff, Sc, V, mark, touched)
             for t in range(n_touch):
                 vrow = V[touched[t]]
                 for c in range(Kp):
@@ -204,8 +208,9 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
             if n_touch < 0:
                 for v in range(n0, n1):
                     dv = Sc[v]
-                    for p in range(xptr[v], xptr[v + 1]):
-                        wrow = W[xind[p]]
+                    o = xoff[v]
+                    for p in range(xptr[xrow[v]], xptr[xrow[v] + 1]):
+                        wrow = W[xind[p] + o]
                         gx = gamma * xdata[p]
                         for c in range(Kp):
                             wrow[c] -= gx * dv[c]

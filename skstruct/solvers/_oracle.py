@@ -4,7 +4,9 @@ A *design* describes a batch for the learners (all arrays flat, CSR-style):
 
 * ``node_offsets (S + 1,)``, ``edge_offsets (S + 1,)``, ``edges (E, 2)``
   global node indices (the :mod:`skstruct.inference` batch conventions);
-* node features as CSR ``xdata, xind, xptr`` (``N`` rows, ``F`` columns);
+* node features as CSR ``xdata, xind, xptr`` with ``xrow, xoff (N,)``: node
+  ``v`` has the features of row ``xrow[v]`` shifted by ``xoff[v]`` columns
+  (``F`` columns in all);
 * edge features as CSR ``edata, eind, eptr`` (``E`` rows, ``EF`` columns);
   a *tied* design has exactly one feature of value 1 per edge, so edge ``e``
   scores ``P[eind[eptr[e]]]`` directly;
@@ -44,20 +46,38 @@ NEG_INF = -np.inf
 
 
 @jit
-def unary_scores(n0, n1, xdata, xind, xptr, W, cmap, csign, scale, U):
-    """``U[v, k] = scale * csign[k] * x_v @ W[:, cmap[k]]`` for the nodes ``n0:n1``."""
+def unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, scale, U):
+    """``U[v, k] = scale * csign[k] * x_v @ W[:, cmap[k]]`` for the nodes ``n0:n1``.
+
+    Node ``v``'s features are row ``xrow[v]`` of the CSR arrays, shifted by
+    ``xoff[v]`` columns (so multi-label nodes share their sample's row).
+    """
     Kp = W.shape[1]
     K = U.shape[1]
+    Wf = W.ravel()
+    if Kp == 1:
+        # one parameter column (multi-label nodes): a plain sparse dot product
+        for v in range(n0, n1):
+            a = 0.0
+            r = xrow[v]
+            o = xoff[v]
+            for p in range(xptr[r], xptr[r + 1]):
+                a += xdata[p] * Wf[xind[p] + o]
+            for k in range(K):
+                U[v, k] = scale * csign[k] * a
+        return
     ident = Kp == K
     acc = np.empty(Kp)
     for v in range(n0, n1):
         for c in range(Kp):
             acc[c] = 0.0
-        for p in range(xptr[v], xptr[v + 1]):
+        r = xrow[v]
+        o = xoff[v]
+        for p in range(xptr[r], xptr[r + 1]):
             x = xdata[p]
-            row = W[xind[p]]
+            base = (xind[p] + o) * Kp
             for c in range(Kp):
-                acc[c] += x * row[c]
+                acc[c] += x * Wf[base + c]
         if ident:
             for k in range(K):
                 U[v, k] = scale * acc[k]

@@ -70,8 +70,10 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
         for j in range(B):
             s = order[start + j]
             for v in range(D[0][s], D[0][s + 1]):
-                for p in range(xptr[v], xptr[v + 1]):
-                    f = xind[p]
+                o = D[26][v]
+                r = D[25][v]
+                for p in range(xptr[r], xptr[r + 1]):
+                    f = xind[p] + o
                     x = xdata[p]
                     for c in range(Kp):
                         d = x * Sc[v, c]
