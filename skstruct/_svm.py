@@ -239,14 +239,13 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         self.model_ = model
         self.classes_ = model.classes_
         converged = False
+        # an empty pass compiles (or loads) the kernel, so that compilation never
+        # counts as training time in history_
+        self._pass(D, st, sc, design, np.zeros(0, np.int64), lam)
         for it in range(self.max_iter):
             order = self._order(rng, S)
             t0 = time.perf_counter()
-            if self.solver == "bcfw":
-                self._bcfw_pass(D, st, sc, design, order, lam)
-            else:
-                with n_threads(self.n_jobs):
-                    self._sg_epoch(D, st, sc, design, order, lam)
+            self._pass(D, st, sc, design, order, lam)
             seconds += time.perf_counter() - t0
             n_pass += 1
             last = it == self.max_iter - 1
@@ -274,6 +273,12 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if self.solver == "subgradient":
             del self.history_["dual"], self.history_["gap"]
         return self
+
+    def _pass(self, D, st, sc, design, order, lam):
+        if self.solver == "bcfw":
+            return self._bcfw_pass(D, st, sc, design, order, lam)
+        with n_threads(self.n_jobs):
+            return self._sg_epoch(D, st, sc, design, order, lam)
 
     def _order(self, rng, S):
         if self.sample_order == "perm" or self.solver == "subgradient" and self.batch_size > 1:
@@ -323,7 +328,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     def _sg_epoch(self, D, st, sc, design, order, lam):
         from .solvers._subgradient import subgradient_epoch
 
-        B = min(self.batch_size, order.shape[0])
+        B = min(self.batch_size, design.batch.n_samples)
         if "trips" not in st:
             n_trip = 2 * design.max_edges * max(1, design.max_nodes) + 2
             st["trips"] = np.zeros((B, 4, n_trip))

@@ -257,7 +257,7 @@ class MultiLabelModel(StructuredModel):
         xrow = np.repeat(np.arange(n, dtype=np.int64), L)
         xoff = np.tile(np.arange(L, dtype=np.int64) * F, n)
         batch = GraphBatch.from_graphs(np.full(n, L), [self.edges_] * n)
-        ef = tied_edges(n * M, np.tile(np.arange(M), n), max(M, 1))
+        ef = tied_edges(n * M, np.tile(np.arange(M), n), M)
         return self._make_design(X, batch, ef, True, cmap=[0, 0], csign=[-1.0, 1.0],
                                  xrow=xrow, xoff=xoff, n_features_total=L * F)
 

@@ -12,12 +12,43 @@ Within a mini-batch the oracles run in parallel at the same ``w``.
 import numpy as np
 from numba import prange
 
-from ..inference._jit import pjit
+from ..inference._jit import jit, pjit
 from ._bcfw import _corner
 from ._oracle import make_work
 
 # state slots
 A_SCALE, AVG_A, AVG_B, STEP = 0, 1, 2, 3
+
+
+# Array expressions inside a parallel kernel become parallel regions of their
+# own; these small serial helpers keep the per-step bookkeeping serial.
+@jit
+def _scaled_copy(src, a, dst):
+    s = src.ravel()
+    d = dst.ravel()
+    for i in range(s.shape[0]):
+        d[i] = a * s[i]
+
+
+@jit
+def _scale(x, a):
+    f = x.ravel()
+    for i in range(f.shape[0]):
+        f[i] *= a
+
+
+@jit
+def _sample(D, s, j, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate, trips,
+            n_trips, hinge):
+    """Corner of sample ``s`` at ``a * Wv, Preal``, its triplets copied to slot ``j``."""
+    _, hinge[j], n_trip = _corner(D, s, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc, work,
+                                  surrogate)
+    n_trips[j] = n_trip
+    for q in range(n_trip):
+        trips[j, 0, q] = work[10][q]
+        trips[j, 1, q] = work[11][q]
+        trips[j, 2, q] = work[12][q]
+        trips[j, 3, q] = work[13][q]
 
 
 @pjit
@@ -32,23 +63,22 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
     xdata, xind, xptr = D[3], D[4], D[5]
     edata, eind, eptr = D[6], D[7], D[8]
     hinge = np.zeros(batch_size)
+    work1 = make_work(K, max_nodes, max_edges, belief, up)
     total = 0.0
     for start in range(0, n_order, batch_size):
         stop = min(start + batch_size, n_order)
         B = stop - start
         a = state[A_SCALE]
-        Preal[:] = a * Pv
-        for j in prange(B):
-            s = order[start + j]
-            work = make_work(K, max_nodes, max_edges, belief, up)
-            _, hinge[j], n_trip = _corner(D, s, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc,
-                                          work, surrogate)
-            n_trips[j] = n_trip
-            for q in range(n_trip):
-                trips[j, 0, q] = work[10][q]
-                trips[j, 1, q] = work[11][q]
-                trips[j, 2, q] = work[12][q]
-                trips[j, 3, q] = work[13][q]
+        _scaled_copy(Pv, a, Preal)
+        if B == 1:
+            # a parallel region per sample would cost more than the sample
+            _sample(D, order[start], 0, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc, work1,
+                    surrogate, trips, n_trips, hinge)
+        else:
+            for j in prange(B):
+                work = make_work(K, max_nodes, max_edges, belief, up)
+                _sample(D, order[start + j], j, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc,
+                        work, surrogate, trips, n_trips, hinge)
         for j in range(B):
             total += hinge[j]
         t = state[STEP]
@@ -56,8 +86,8 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
         eta = 1.0 / (lam * (t + 1.0))
         shrink = 1.0 - 1.0 / (t + 1.0)
         if shrink == 0.0:
-            Wv[:] = 0.0
-            Pv[:] = 0.0
+            _scale(Wv, 0.0)
+            _scale(Pv, 0.0)
             a = 1.0
         else:
             a *= shrink
@@ -90,8 +120,8 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
                     Pz[eind[p], ta, tb] += zc * d
         if averaging:
             if t == 0.0:
-                Wz[:] = 0.0
-                Pz[:] = 0.0
+                _scale(Wz, 0.0)
+                _scale(Pz, 0.0)
                 state[AVG_A] = a
                 state[AVG_B] = 1.0
             else:
@@ -99,12 +129,12 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
                 state[AVG_A] = (1.0 - rho) * state[AVG_A] + rho * a
                 state[AVG_B] *= 1.0 - rho
                 if state[AVG_B] < 1e-150:
-                    Wz *= state[AVG_B]
-                    Pz *= state[AVG_B]
+                    _scale(Wz, state[AVG_B])
+                    _scale(Pz, state[AVG_B])
                     state[AVG_B] = 1.0
         if a < 1e-100:
-            Wv *= a
-            Pv *= a
+            _scale(Wv, a)
+            _scale(Pv, a)
             state[AVG_A] /= a
             a = 1.0
         state[A_SCALE] = a
