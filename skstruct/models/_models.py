@@ -298,7 +298,7 @@ class MulticlassModel(StructuredModel):
     def _design(self, X):
         n = X.shape[0]
         batch = GraphBatch.from_chains(np.ones(n, np.int64))
-        return self._make_design(X, batch, sp.csr_matrix((0, 1)), True)
+        return self._make_design(X, batch, sp.csr_matrix((0, 0)), True)
 
     def _format(self, labels, X):
         return self.classes_[labels]

@@ -29,7 +29,8 @@ coefficients ``Sc[v]`` and a list of weighted pairwise count triplets
 ``(edge, a, b, weight)`` such that the joint-feature difference
 ``psi = phi(x, y) - phi(x, y_hat)`` is ``sum_v x_v (x) Sc[v]`` plus
 ``sum_triplets weight * ef_e (x) E_ab``, and a loss ``ell``: the surrogate
-``H_s(w) >= ell - w . psi`` with equality at the current ``w``.
+``H_s(w) >= ell - w . psi`` with equality at the current ``w`` (for the LP
+relaxation only the subgradient ``-psi`` and the value are meaningful).
 """
 
 import numpy as np
@@ -37,6 +38,7 @@ import numpy as np
 from ..inference._chain import _viterbi_one
 from ..inference._exact import exact_map_one
 from ..inference._jit import jit
+from ..inference._mplp import lp_bound_one, mplp_sweeps
 from ..inference._tree import tree_one
 from ..inference._trws import trws_one
 
@@ -130,7 +132,8 @@ def make_work(K, max_nodes, max_edges, belief, up):
             np.empty((max_nodes + 1) * (max_nodes + 1) * K, np.int64),
             np.empty((max_nodes + 1) * K), np.empty((max_nodes + 1) * K),
             belief, up,
-            np.empty(max_nodes, np.int64))
+            np.empty(max_nodes, np.int64),
+            np.empty(max(max_edges, 1), np.int64))
 
 
 @jit
@@ -266,50 +269,31 @@ def _slack_chain(n0, n1, e0, U, y, pair, pwi, lab, work):
 
 @jit
 def _lp_corner(n0, n1, e0, e1, edges, Ua, y, cmap, csign, pair, pwi, adj_offsets, adj_edge,
-               adj_side, msgs, Sc, work, n_trip):
-    """Subgradient of the TRW-S dual bound at the current messages.
+               adj_side, msgs, n_sweeps, lab, Sc, work, n_trip):
+    """Value and subgradient of the LP relaxation's dual ``U(phi)`` (Franc, 8.B).
 
-    Node ``v`` takes the argmax of its reparametrised score
-    ``Ua_v + sum of incoming messages``, edge ``(s, t)`` the argmax of
-    ``theta_st(a, b) - m_{s->t}(b) - m_{t->s}(a)``; the bound is the sum of
-    those maxima.  Returns ``(bound, n_trip)``.
+    ``n_sweeps`` MPLP sweeps from the warm-started messages bring ``phi``
+    towards the minimiser; the subgradient at those messages takes the
+    maximiser of each node term and each edge term.  Returns
+    ``(bound, n_trip)``; ``lab`` gets the node maximisers.
     """
     K = Ua.shape[1]
     te, ta, tb, tw = work[10], work[11], work[12], work[13]
-    h = work[0]
-    bound = 0.0
+    node_arg = work[9]
+    edge_arg = work[20]
+    mplp_sweeps(e0, e1, edges, Ua, pair, pwi, adj_offsets, adj_edge, adj_side, msgs,
+                n_sweeps, work[1], work[2])
+    bound = lp_bound_one(n0, n1, e0, e1, edges, Ua, pair, pwi, adj_offsets, adj_edge,
+                         adj_side, msgs, work[0], node_arg, edge_arg)
     for v in range(n0, n1):
-        for k in range(K):
-            h[k] = Ua[v, k]
-        for p in range(adj_offsets[v], adj_offsets[v + 1]):
-            row = 2 * adj_edge[p] + 1 - adj_side[p]
-            for k in range(K):
-                h[k] += msgs[row, k]
-        best = 0
-        for k in range(1, K):
-            if h[k] > h[best]:
-                best = k
-        bound += h[best]
+        best = node_arg[v - n0]
+        lab[v] = best
         if best != y[v]:
             Sc[v, cmap[y[v]]] += csign[y[v]]
             Sc[v, cmap[best]] -= csign[best]
     for e in range(e0, e1):
-        T = pair[pwi[e]]
-        best_val = NEG_INF
-        ba = 0
-        bb = 0
-        for a in range(K):
-            m_in = msgs[2 * e + 1, a]
-            for b in range(K):
-                m_out = msgs[2 * e, b]
-                if m_in == NEG_INF or m_out == NEG_INF:
-                    continue
-                val = T[a, b] - m_in - m_out
-                if val > best_val:
-                    best_val = val
-                    ba = a
-                    bb = b
-        bound += best_val
+        ba = edge_arg[e - e0] // K
+        bb = edge_arg[e - e0] % K
         a0 = y[edges[e, 0]]
         b0 = y[edges[e, 1]]
         if a0 == ba and b0 == bb:
@@ -386,7 +370,8 @@ def oracle(s, surrogate, kind, node_offsets, edge_offsets, edges, y, lw, cmap, c
             s_hat = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab)
             wv = lw[v]
             viol = wv * (1.0 + s_hat - s_true)
-            if viol > 0.0:
+            # no feasible competitor (a single class): nothing to get wrong here
+            if lab[v] != y[v] and viol > 0.0:
                 hinge += viol
                 ell += wv
                 n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, wv, Sc,
@@ -398,10 +383,9 @@ def oracle(s, surrogate, kind, node_offsets, edge_offsets, edges, y, lw, cmap, c
         for v in range(n0, n1):
             lab[v] = own[v - n0]
         return ell, hinge, n_trip
-    # LP relaxation: TRW-S on the loss-augmented scores, then the dual's subgradient
+    # LP relaxation of the loss-augmented problem: its dual bound and subgradient.
+    # Only the subgradient solver uses this corner; ``ell`` is not a tight loss here
     _augment(n0, n1, U, y, lw, Ua)
-    decode(3, n0, n1, e0, e1, edges, Ua, pair, pwi, lw, order, parent, parent_edge,
-           adj_offsets, adj_edge, adj_nbr, adj_side, msgs, trws_iter, bp, lab, work)
-    bound, n_trip = _lp_corner(n0, n1, e0, e1, edges, Ua, y, cmap, csign, pair, pwi, adj_offsets,
-                               adj_edge, adj_side, msgs, Sc, work, 0)
+    bound, n_trip = _lp_corner(n0, n1, e0, e1, edges, Ua, y, cmap, csign, pair, pwi,
+                               adj_offsets, adj_edge, adj_side, msgs, trws_iter, lab, Sc, work, 0)
     return 0.0, max(0.0, bound - s_true), n_trip
