@@ -51,13 +51,13 @@ ROWS = {
         data="scene", C=0.1,
         pystruct=dict(model="multilabel", learner="oneslack", max_iter=1000, tol=0.01,
                       inference_cache=50, inference="ad3"),
-        skstruct=dict(solver="bcfw", max_iter=200, check_every=10, tol=1e-3)),
+        skstruct=dict(solver="bcfw", max_iter=50, check_every=10, tol=1e-3)),
     "snakes": dict(
         title="Snakes with edge features, C = 0.1",
         data="snakes", C=0.1,
         pystruct=dict(model="edge_feature_graph", learner="oneslack", max_iter=1000, tol=0.1,
                       inference_cache=50, inference="ad3", switch_to="ad3-bb", n_jobs=-1),
-        skstruct=dict(solver="bcfw", max_iter=100, check_every=10, tol=1e-3)),
+        skstruct=dict(solver="bcfw", max_iter=50, check_every=10, tol=1e-3)),
 }
 
 

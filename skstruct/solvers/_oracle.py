@@ -77,9 +77,9 @@ def unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, scale, U
         o = xoff[v]
         for p in range(xptr[r], xptr[r + 1]):
             x = xdata[p]
-            base = (xind[p] + o) * Kp
+            row = W[xind[p] + o]
             for c in range(Kp):
-                acc[c] += x * Wf[base + c]
+                acc[c] += x * row[c]
         if ident:
             for k in range(K):
                 U[v, k] = scale * acc[k]
