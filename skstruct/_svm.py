@@ -263,7 +263,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         st["seconds"] = seconds
         st["n_pass"] = n_pass
         self._state = st
-        W, P = self._current(st)
+        W, P = self._current(st, D)
         self._W = W
         self._P = P
         self.coef_ = np.concatenate([W.ravel(), P.ravel()])
@@ -296,8 +296,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if self.solver == "bcfw":
             st.update(A=np.zeros((design.batch.n_nodes, Kp)), Pi=np.zeros((S, EF, K, K)),
                       ell_i=np.zeros(S), En=np.zeros((design.batch.n_nodes, Kp)),
-                      Pt=np.zeros((EF, K, K)), state=np.zeros(4),
-                      expand=design.expand_nodes)
+                      Pt=np.zeros((EF, K, K)), state=np.zeros(4))
             st["state"][0] = 1.0
         else:
             st.update(Wz=np.zeros((F, Kp)), Pz=np.zeros((EF, K, K)),
@@ -343,12 +342,14 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     def _surrogate_code(self):
         return _SURROGATES.index(self.surrogate)
 
-    def _current(self, st):
+    def _current(self, st, D):
         """The returned iterate: the weighted average, or the last one."""
+        from .solvers._bcfw import expand_coef
+
         if self.solver == "bcfw":
             if self.averaging and st["state"][3] > 0:
                 sig = st["state"][0]
-                Wt = st["expand"](st["En"])
+                Wt = expand_coef(D[3], D[4], D[5], D[25], D[26], st["En"], st["W"].shape[0])
                 return st["W"] + sig * Wt, st["P"] + sig * st["Pt"]
             return st["W"].copy(), st["P"].copy()
         a, A, B = st["state"][:3]
@@ -360,7 +361,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         """Primal, dual and gap (lambda form) of the iterate ``fit`` would return."""
         from .solvers._bcfw import hinge_pass
 
-        W, P = self._current(st)
+        W, P = self._current(st, D)
         S = design.batch.n_samples
         hinge = np.zeros(S)
         ell = np.zeros(S)

@@ -88,6 +88,13 @@ class _IterLogger:
             self.last_iteration = int(iteration)
 
 
+
+def current_rss_mb():
+    """Resident memory of this process now (MB), from /proc/self/statm."""
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[1])
+    return pages * resource.getpagesize() / 2.0 ** 20
+
 def _inference_spec(spec):
     """Config value -> pystruct inference_method / switch_to value."""
     if spec is None:
@@ -280,6 +287,7 @@ def main(argv):
     logger = _IterLogger()
     learner = _make_learner(cfg, model, logger)
 
+    rss_before_fit = current_rss_mb()
     t0 = time.perf_counter()
     learner.fit(X_train, Y_train)
     fit_seconds = time.perf_counter() - t0
@@ -318,6 +326,7 @@ def main(argv):
         "config": cfg,
         "model_repr": repr(model),
         "fit_seconds": fit_seconds,
+        "rss_before_fit_mb": rss_before_fit,
         "predict_seconds": predict_seconds,
         "n_iter": n_iter,
         "inference_calls": inference_calls,

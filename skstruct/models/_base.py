@@ -45,6 +45,7 @@ class Design:
     xrow: np.ndarray = None
     xoff: np.ndarray = None
     n_features_total: int = None
+    dense_rows: bool = False
 
     def __post_init__(self):
         N = self.batch.n_nodes
@@ -56,14 +57,6 @@ class Design:
     @property
     def n_params_unary(self):
         return self.n_features_total * (int(self.cmap.max()) + 1)
-
-    def expand_nodes(self, coef):
-        """``sum_v x_v (x) coef[v]``: node coefficients (N, Kp) to weights (F, Kp)."""
-        X = self.features[self.xrow]
-        X.indices = X.indices + np.repeat(self.xoff, np.diff(X.indptr)).astype(X.indices.dtype)
-        X = sp.csr_matrix((X.data, X.indices, X.indptr),
-                          shape=(X.shape[0], self.n_features_total))
-        return np.asarray(X.T @ coef)
 
     @property
     def n_columns(self):
@@ -104,7 +97,7 @@ class Design:
                 ef.indptr.astype(np.int64), bool(self.tied), pwi,
                 np.asarray(y, np.int64), np.asarray(loss_weights, np.float64),
                 self.cmap, self.csign, col_rep, self.kind, order, parent, parent_edge,
-                *adj, int(trws_iter), self.xrow, self.xoff)
+                *adj, int(trws_iter), self.xrow, self.xoff, bool(self.dense_rows))
 
     @property
     def max_nodes(self):
@@ -205,15 +198,29 @@ class StructuredModel(BaseEstimator):
         if cmap is None:
             cmap = np.arange(K, dtype=np.int64)
             csign = np.ones(K)
-        features = sp.csr_matrix(features, dtype=np.float64)
-        features.sum_duplicates()
+        dense = False
+        if not sp.issparse(features):
+            features = np.ascontiguousarray(features, dtype=np.float64)
+            n, F = features.shape
+            dense = n > 0 and F > 0 and np.count_nonzero(features) >= 0.5 * features.size
+            if dense:
+                # mostly non-zero: keep every entry, so that rows are contiguous and
+                # the kernels' dot products vectorise (flag ``dense_rows``)
+                features = sp.csr_matrix(
+                    (features.ravel(), np.tile(np.arange(F, dtype=np.int32), n),
+                     np.arange(0, n * F + 1, F, dtype=np.int64)), shape=(n, F))
+        if not dense:
+            features = sp.csr_matrix(features, dtype=np.float64)
+            features.sum_duplicates()
         edge_features = sp.csr_matrix(edge_features, dtype=np.float64)
         edge_features.eliminate_zeros()
         edge_features.sum_duplicates()
         tied = tied or is_tied(edge_features)
         kind = decoders(batch, K, self.inference)
-        return Design(features, batch, edge_features, tied, K, np.asarray(cmap, np.int64),
-                      np.asarray(csign, np.float64), kind, None, xrow, xoff, n_features_total)
+        d = Design(features, batch, edge_features, tied, K, np.asarray(cmap, np.int64),
+                   np.asarray(csign, np.float64), kind, None, xrow, xoff, n_features_total)
+        d.dense_rows = dense
+        return d
 
 
 def tied_edges(n_edges, index=None, n_tables=1):

@@ -41,7 +41,8 @@ def _tables(D, s, P, PE):
 def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate):
     n0 = D[0][s]
     n1 = D[0][s + 1]
-    unary_scores(n0, n1, D[3], D[4], D[5], D[25], D[26], W, D[13], D[14], scale_w, U)
+    unary_scores(n0, n1, D[3], D[4], D[5], D[25], D[26], W, D[13], D[14], scale_w, U,
+                 D[27])
     pair = _tables(D, s, P, PE)
     return oracle(s, surrogate, D[16][s], D[0], D[1], D[2], D[11], D[12], D[13], D[14], U, Ua,
                   pair, D[10], D[17], D[18], D[19], D[20], D[21], D[22], D[23], msgs, D[24],
@@ -84,6 +85,22 @@ def _scatter(n0, n1, xdata, xind, xptr, xrow, xoff, Sc, V, mark, touched):
             for c in range(Kp):
                 vrow[c] += x * dv[c]
     return n_touch
+
+
+@jit
+def expand_coef(xdata, xind, xptr, xrow, xoff, coef, n_features):
+    """``sum_v x_v (x) coef[v]``: node coefficients (N, Kp) to weights (F, Kp)."""
+    Kp = coef.shape[1]
+    out = np.zeros((n_features, Kp))
+    for v in range(coef.shape[0]):
+        cv = coef[v]
+        o = xoff[v]
+        for p in range(xptr[xrow[v]], xptr[xrow[v] + 1]):
+            row = out[xind[p] + o]
+            x = xdata[p]
+            for c in range(Kp):
+                row[c] += x * cv[c]
+    return out
 
 
 @jit
@@ -134,6 +151,7 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
     work = make_work(K, max_nodes, max_edges, belief, up)
     xdata, xind, xptr = D[3], D[4], D[5]
     xrow, xoff = D[25], D[26]
+    dense = D[27]
     col_rep = D[15]
     csign = D[14]
     inv = 1.0 / (lam * n)
@@ -205,7 +223,15 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
         do_avg = averaging and k > 0.0
         g = gamma / state[SIGMA] if do_avg else 0.0
         if gamma > 0.0:
-            if n_touch < 0:
+            if n_touch < 0 and dense and Kp == 1:
+                Wf = W.ravel()
+                for v in range(n0, n1):
+                    gd = gamma * Sc[v, 0]
+                    o = xoff[v]
+                    p0 = xptr[xrow[v]]
+                    for q in range(xptr[xrow[v] + 1] - p0):
+                        Wf[o + q] -= gd * xdata[p0 + q]
+            elif n_touch < 0:
                 for v in range(n0, n1):
                     dv = Sc[v]
                     o = xoff[v]

@@ -48,23 +48,31 @@ NEG_INF = -np.inf
 
 
 @jit
-def unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, scale, U):
+def unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, scale, U, dense):
     """``U[v, k] = scale * csign[k] * x_v @ W[:, cmap[k]]`` for the nodes ``n0:n1``.
 
     Node ``v``'s features are row ``xrow[v]`` of the CSR arrays, shifted by
-    ``xoff[v]`` columns (so multi-label nodes share their sample's row).
+    ``xoff[v]`` columns (so multi-label nodes share their sample's row).  With
+    ``dense`` every row stores all its columns in order, and the products run
+    over contiguous memory.
     """
     Kp = W.shape[1]
     K = U.shape[1]
     Wf = W.ravel()
     if Kp == 1:
-        # one parameter column (multi-label nodes): a plain sparse dot product
+        # one parameter column (multi-label nodes): a plain dot product
         for v in range(n0, n1):
             a = 0.0
             r = xrow[v]
             o = xoff[v]
-            for p in range(xptr[r], xptr[r + 1]):
-                a += xdata[p] * Wf[xind[p] + o]
+            p0 = xptr[r]
+            if dense:
+                m = xptr[r + 1] - p0
+                for q in range(m):
+                    a += xdata[p0 + q] * Wf[o + q]
+            else:
+                for p in range(p0, xptr[r + 1]):
+                    a += xdata[p] * Wf[xind[p] + o]
             for k in range(K):
                 U[v, k] = scale * csign[k] * a
         return

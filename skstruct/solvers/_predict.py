@@ -17,7 +17,8 @@ def _predict_kernel(D, W, P, U, PE, msgs, bp, lab, belief, up, max_nodes, max_ed
         for s in range(chunks[c], chunks[c + 1]):
             n0 = D[0][s]
             n1 = D[0][s + 1]
-            unary_scores(n0, n1, D[3], D[4], D[5], D[25], D[26], W, D[13], D[14], 1.0, U)
+            unary_scores(n0, n1, D[3], D[4], D[5], D[25], D[26], W, D[13], D[14], 1.0, U,
+                         D[27])
             pair = _tables(D, s, P, PE)
             decode(D[16][s], n0, n1, D[1][s], D[1][s + 1], D[2], U, pair, D[10], D[12],
                    D[17], D[18], D[19], D[20], D[21], D[22], D[23], msgs, D[24], bp, lab,
