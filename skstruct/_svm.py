@@ -86,7 +86,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     random_state : int, RandomState or None, default=None
         Sample order.
     verbose : int, default=0
-        Print one line per checked pass.
+        Print one line per pass (time so far; objective values on checked
+        passes).
 
     Attributes
     ----------
@@ -238,7 +239,6 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         n_pass = st.get("n_pass", 0)
         self.model_ = model
         self.classes_ = model.classes_
-        converged = False
         # an empty pass compiles (or loads) the kernel, so that compilation never
         # counts as training time in history_
         self._pass(D, st, sc, design, np.zeros(0, np.int64), lam)
@@ -249,17 +249,20 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             seconds += time.perf_counter() - t0
             n_pass += 1
             last = it == self.max_iter - 1
-            if check_every and ((it + 1) % check_every == 0 or last):
+            checked = bool(check_every) and ((it + 1) % check_every == 0 or last)
+            if checked:
                 primal, dual, gap = self._objective(D, st, sc, design, lam, chunks)
                 for k, v in zip(hist, (n_pass, primal, dual, gap, seconds)):
                     hist[k].append(v)
-                if self.verbose:
-                    print(f"pass {n_pass:4d}  primal {primal:.6g}  dual {dual:.6g}  "
-                          f"gap {gap:.3g}  {seconds:.2f} s")
-                if self.solver == "bcfw" and gap <= self.tol:
-                    converged = True
-                    break
-        del converged
+            if self.verbose:
+                line = f"pass {n_pass:4d}  {seconds:8.3f} s"
+                if checked:
+                    line += f"  primal {primal:.6g}"
+                    if self.solver == "bcfw":
+                        line += f"  dual {dual:.6g}  gap {gap:.3g}"
+                print(line, flush=True)
+            if checked and self.solver == "bcfw" and gap <= self.tol:
+                break
         st["seconds"] = seconds
         st["n_pass"] = n_pass
         self._state = st

@@ -772,11 +772,14 @@ def test_sparse_features_give_the_dense_result(scene_subset):
     np.testing.assert_array_equal(s.predict(sp.csr_matrix(Xtr)), d.predict(Xtr))
 
 
-def test_verbose_prints_one_line_per_check(capsys):
+def test_verbose_prints_one_line_per_pass(capsys):
     X, y = synthetic_chains(n=5)
-    StructuredSVM(max_iter=4, check_every=2, verbose=1, random_state=0).fit(X, y)
+    StructuredSVM(max_iter=4, check_every=2, tol=0, verbose=1, random_state=0).fit(X, y)
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]
-    assert len(lines) == 2 and all("primal" in ln for ln in lines)
+    assert len(lines) == 4
+    # objective values on the checked passes (2 and 4) only
+    assert ["primal" in ln for ln in lines] == [False, True, False, True]
+    assert all("gap" in ln for ln in lines[1::2])
 
 
 def test_empty_samples_and_no_checks():

@@ -25,18 +25,26 @@ def _predict_kernel(D, W, P, U, PE, msgs, bp, lab, belief, up, max_nodes, max_ed
                    work)
 
 
-def scratch(design):
-    """The shared per-node / per-edge scratch arrays of the kernels."""
+def scratch(design, decode_only=False):
+    """The shared per-node / per-edge scratch arrays of the kernels.
+
+    Arrays a kernel will not touch for this design are allocated with one row
+    (message arrays without TRW-S or MPLP samples, tree beliefs without tree
+    samples, the learner's arrays when only decoding).
+    """
     b = design.batch
     K = design.n_classes
     N = b.n_nodes
     E = b.n_edges
     need_tree = bool(np.any(design.kind == 1))
+    need_msgs = bool(np.any(design.kind == 3))
+    nl = 1 if decode_only else N
     return dict(
-        U=np.zeros((N, K)), Ua=np.zeros((N, K)),
+        U=np.zeros((N, K)), Ua=np.zeros((nl, K)),
         PE=np.zeros((1, K, K)) if design.tied else np.zeros((E, K, K)),
-        msgs=np.zeros((2 * E, K)), bp=np.zeros((N, K), np.int64), lab=np.zeros(N, np.int64),
-        Sc=np.zeros((N, design.n_columns)),
+        msgs=np.zeros((2 * E if need_msgs else 1, K)),
+        bp=np.zeros((N, K), np.uint8 if K <= 256 else np.int64), lab=np.zeros(N, np.int64),
+        Sc=np.zeros((nl, design.n_columns)),
         belief=np.zeros((N if need_tree else 1, K)), up=np.zeros((N if need_tree else 1, K)))
 
 
@@ -44,7 +52,7 @@ def predict_labels(design, W, P, trws_iter):
     """MAP labels (N,) of every node of ``design`` under weights ``W``, ``P``."""
     y0 = np.zeros(design.batch.n_nodes, np.int64)
     D = design.args(y0, np.ones(design.batch.n_nodes), trws_iter)
-    sc = scratch(design)
+    sc = scratch(design, decode_only=True)
     _predict_kernel(D, np.ascontiguousarray(W), np.ascontiguousarray(P), sc["U"], sc["PE"],
                     sc["msgs"], sc["bp"], sc["lab"], sc["belief"], sc["up"],
                     design.max_nodes, design.max_edges, design.batch.chunks(_n_chunks()))
