@@ -46,9 +46,12 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         weights); PosLearn, the sum over nodes of the max-marginal hinge of
         each node's loss (exact on chains, forests and graphs small enough to
         enumerate); the LP relaxation of margin rescaling on loopy graphs
-        (value and subgradient of the TRW-S dual bound at warm-started
-        messages; ``solver="subgradient"`` only, since the dual corner of a
-        fractional oracle is not a vertex BCFW could line-search to).
+        (value and subgradient of the node/edge dual of the MAP LP, Franc's
+        ``U(phi)``, at messages brought towards its minimum by MPLP sweeps
+        warm-started between passes; tight on trees, an upper bound of margin
+        rescaling elsewhere; ``solver="subgradient"`` only, since the dual
+        corner of a fractional oracle is not a vertex BCFW could line-search
+        to).
     max_iter : int, default=100
         Maximum number of passes over the data.
     tol : float, default=1e-3
@@ -76,8 +79,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     class_weight : dict, "balanced" or None, default=None
         Hamming loss weight of a node by its true class.
     inference_iter : int, default=10
-        TRW-S iterations per oracle call on loopy graphs (messages are kept
-        between passes, so few are needed).
+        TRW-S iterations (MPLP sweeps for ``surrogate="lp"``) per oracle call
+        on loopy graphs; messages are kept between passes, so few are needed.
     warm_start : bool, default=False
         Continue from the previous fit (same training data for BCFW, whose
         dual blocks belong to samples; otherwise it starts afresh).

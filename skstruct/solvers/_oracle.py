@@ -112,7 +112,7 @@ def edge_tables(e0, e1, edata, eind, eptr, P, PE):
                     PE[e, a, b] += x * T[a, b]
 
 
-@jit(inline="always")
+@jit
 def labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab):
     total = 0.0
     for v in range(n0, n1):
@@ -164,7 +164,7 @@ def decode(kind, n0, n1, e0, e1, edges, Ua, pair, pwi, lw, order, parent, parent
     return bound
 
 
-@jit(inline="always")
+@jit
 def _augment(n0, n1, U, y, lw, Ua):
     K = U.shape[1]
     for v in range(n0, n1):
@@ -173,7 +173,7 @@ def _augment(n0, n1, U, y, lw, Ua):
             Ua[v, k] = U[v, k] + (0.0 if k == y[v] else w)
 
 
-@jit(inline="always")
+@jit
 def _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, scale, Sc, work, n_trip):
     """Corner ``scale * (phi(y) - phi(lab))``: node coefficients and triplets."""
     te, ta, tb, tw = work[10], work[11], work[12], work[13]
