@@ -174,7 +174,20 @@ def chow_liu_tree(Y):
     return edges[np.lexsort((edges[:, 1], edges[:, 0]))]
 
 
-class MultiLabelModel(StructuredModel):
+class _TabularModel(StructuredModel):
+    """Models whose ``X`` is one 2-D array, a row per sample."""
+
+    def _pack(self, X, fitting):
+        X = _check_2d(X)
+        if fitting:
+            self.n_features_ = X.shape[1]
+        elif X.shape[1] != self.n_features_:
+            raise ValueError(f"X has {X.shape[1]} features but the model was fitted with "
+                             f"{self.n_features_}")
+        return X
+
+
+class MultiLabelModel(_TabularModel):
     """Multi-label classification as a graph over the labels.
 
     ``X`` is a 2-D array ``(n_samples, n_features)`` (dense or sparse), ``y``
@@ -197,15 +210,6 @@ class MultiLabelModel(StructuredModel):
     def __init__(self, edges="full", inference="auto"):
         self.edges = edges
         self.inference = inference
-
-    def _pack(self, X, fitting):
-        X = _check_2d(X)
-        if fitting:
-            self.n_features_ = X.shape[1]
-        elif X.shape[1] != self.n_features_:
-            raise ValueError(f"X has {X.shape[1]} features but the model was fitted with "
-                             f"{self.n_features_}")
-        return X
 
     def _labels(self, y, X):
         Y = np.asarray(y)
@@ -268,7 +272,7 @@ class MultiLabelModel(StructuredModel):
         return W.reshape(self.n_labels_, -1)
 
 
-class MulticlassModel(StructuredModel):
+class MulticlassModel(_TabularModel):
     """Plain multiclass classification (one node per sample), the degenerate case.
 
     ``X`` is a 2-D array ``(n_samples, n_features)``, ``y`` a 1-D label array;
@@ -277,15 +281,6 @@ class MulticlassModel(StructuredModel):
 
     def __init__(self, inference="auto"):
         self.inference = inference
-
-    def _pack(self, X, fitting):
-        X = _check_2d(X)
-        if fitting:
-            self.n_features_ = X.shape[1]
-        elif X.shape[1] != self.n_features_:
-            raise ValueError(f"X has {X.shape[1]} features but the model was fitted with "
-                             f"{self.n_features_}")
-        return X
 
     def _labels(self, y, X):
         y = np.asarray(y)
