@@ -55,10 +55,6 @@ class Design:
             self.n_features_total = self.features.shape[1]
 
     @property
-    def n_params_unary(self):
-        return self.n_features_total * (int(self.cmap.max()) + 1)
-
-    @property
     def n_columns(self):
         return int(self.cmap.max()) + 1
 
@@ -186,10 +182,6 @@ class StructuredModel(BaseEstimator):
     def unary_view(self, W):
         """Unary weights ``(F, Kp)`` as users read them: one row per class."""
         return W.T
-
-    def n_params(self, design):
-        K = self.n_classes_
-        return design.n_params_unary + design.n_edge_features * K * K
 
     # --- helpers for subclasses -------------------------------------------
     def _make_design(self, features, batch, edge_features, tied, cmap=None, csign=None,

@@ -43,7 +43,6 @@ from ..inference._tree import tree_one
 from ..inference._trws import trws_one
 
 SURROGATES = {"margin": 0, "slack": 1, "poslearn": 2, "lp": 3}
-KINDS = {"chain": 0, "tree": 1, "exact": 2, "trws": 3}
 NEG_INF = -np.inf
 
 
