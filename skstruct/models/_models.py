@@ -12,7 +12,17 @@ from ..inference._api import check_edges
 from ._base import StructuredModel, tied_edges
 
 
-class ChainModel(StructuredModel):
+class _SampleListModel(StructuredModel):
+    """Models whose ``X`` and ``y`` are lists of samples (chains and graphs)."""
+
+    def _labels(self, y, packed):
+        return check_y(y, packed)
+
+    def _format(self, labels, packed):
+        return packed.split(self.classes_[labels])
+
+
+class ChainModel(_SampleListModel):
     """Linear chains: one score table for each (label, node feature) pair and one
     transition table shared by every edge.
 
@@ -51,9 +61,6 @@ class ChainModel(StructuredModel):
             self.n_features_ = packed.n_features
         return packed
 
-    def _labels(self, y, packed):
-        return check_y(y, packed)
-
     def _design(self, packed):
         b = packed.batch
         features = packed.features
@@ -72,11 +79,8 @@ class ChainModel(StructuredModel):
                                  format="csr")
         return self._make_design(features, b, tied_edges(b.n_edges), True)
 
-    def _format(self, labels, packed):
-        return packed.split(self.classes_[labels])
 
-
-class GraphModel(StructuredModel):
+class GraphModel(_SampleListModel):
     """General graphs, with or without edge features.
 
     ``X`` is a list of tuples ``(node_features (n_nodes_i, n_features), edges
@@ -113,9 +117,6 @@ class GraphModel(StructuredModel):
             self.n_edge_features_ = packed.n_edge_features
         return packed
 
-    def _labels(self, y, packed):
-        return check_y(y, packed)
-
     def _design(self, packed):
         b = packed.batch
         if packed.edge_features is None:
@@ -125,8 +126,6 @@ class GraphModel(StructuredModel):
             ef = np.zeros((0, self.n_edge_features_))
         return self._make_design(packed.features, b, sp.csr_matrix(ef), False)
 
-    def _format(self, labels, packed):
-        return packed.split(self.classes_[labels])
 
 
 def _check_2d(X, name="X"):
