@@ -123,6 +123,7 @@ def run_skstruct(row_name, out):
     import time
 
     from skstruct import StructuredSVM
+    from skstruct.metrics import hamming_accuracy
 
     row = ROWS[row_name]
     data = load(row["data"])
@@ -138,11 +139,16 @@ def run_skstruct(row_name, out):
     est = StructuredSVM(**params).fit(X_train, y_train)
     fit_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
-    acc = est.score(X_test, y_test)
+    pred = est.predict(X_test)
     pred_seconds = time.perf_counter() - t0
+    acc = hamming_accuracy(y_test, pred)
+    # the mean of each sample's error rate: the test error that Lacoste-Julien
+    # et al.'s code prints (the normalised Hamming loss averaged over words)
+    acc_samples = hamming_accuracy(y_test, pred, average="samples")
     n = len(y_train)
     h = est.history_
     res = dict(fit_seconds=fit_seconds, predict_seconds=pred_seconds, test_accuracy=acc,
+               test_accuracy_samples=acc_samples,
                train_accuracy=est.score(X_train, y_train), C=C, n_iter=est.n_iter_,
                primal_lambda=float(h["primal"][-1]), gap_lambda=float(h["gap"][-1]),
                gap_C=float(h["gap"][-1] * C * n), primal_C=float(h["primal"][-1] * C * n),
@@ -240,6 +246,9 @@ def fmt_row(name, ps, sk):
         "{:.4g}")
     add("test accuracy (Hamming)", ps.get("test_accuracy") if ps else None,
         sk["test_accuracy"], "{:.4f}")
+    if abs(sk.get("test_accuracy_samples", sk["test_accuracy"]) - sk["test_accuracy"]) > 1e-9:
+        add("test accuracy averaged over samples (`average=\"samples\"`)", None,
+            sk["test_accuracy_samples"], "{:.4f}")
     add("peak RSS (MB)", ps.get("peak_rss_mb") if ps else None, sk["peak_rss_mb"], "{:.0f}",
         f"{ps['peak_rss_mb'] / sk['peak_rss_mb']:.2f}x" if ps else None)
     grow = (lambda r: r["peak_rss_mb"] - r["rss_before_fit_mb"])  # noqa: E731

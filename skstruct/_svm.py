@@ -323,12 +323,38 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             st["DP"] = np.zeros_like(st["P"])
             st["mark"] = np.zeros(F + 1, np.int64)
             st["touched"] = np.zeros(F, np.int64)
+        if self._chain_fast_path(design, st):
+            from .solvers._bcfw_chain import bcfw_chain_pass
+
+            S = design.batch.n_samples
+            K = design.n_classes
+            # the general kernel's state, seen through its one transition table
+            return bcfw_chain_pass(D[0], D[3], D[4], D[5], D[25], D[26], D[11], D[12], order, lam,
+                                   bool(self.averaging), st["W"], st["P"][0], st["A"],
+                                   st["Pi"].reshape(S, K, K), st["ell_i"], st["En"],
+                                   st["Pt"][0], st["state"], st["gram"], st["gofs"], sc["U"],
+                                   sc["Ua"], sc["lab"], sc["Sc"], st["DP"][0])
         return bcfw_pass(D, self._surrogate_code(), order, lam, bool(self.averaging), st["W"],
                          st["P"], st["A"], st["Pi"], st["ell_i"], st["En"], st["Pt"],
                          st["state"], sc["U"], sc["Ua"], sc["PE"], sc["msgs"], sc["bp"],
                          sc["lab"], sc["Sc"], st["V"], st["DP"], st["mark"], st["touched"],
                          st["gram"], st["gofs"], sc["belief"], sc["up"], design.max_nodes,
                          design.max_edges)
+
+    def _chain_fast_path(self, design, st):
+        """Whether :func:`bcfw_chain_pass` applies: margin rescaling on chains
+        with one transition table, one parameter column per class and a Gram
+        matrix for every sample."""
+        if st.get("fast", (None,))[0] != self.surrogate:
+            K = design.n_classes
+            lengths = design.batch.lengths
+            st["fast"] = self.surrogate, bool(
+                self.surrogate == "margin" and np.all(design.kind == 0)
+                and design.tied and design.n_edge_features == 1
+                and design.n_columns == K and np.array_equal(design.cmap, np.arange(K))
+                and np.all(design.csign == 1)
+                and np.array_equal(np.diff(st["gofs"]), lengths * lengths))
+        return st["fast"][1]
 
     def _sg_epoch(self, D, st, sc, design, order, lam):
         from .solvers._subgradient import subgradient_epoch

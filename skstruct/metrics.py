@@ -101,8 +101,8 @@ def _equal(a, b):
     return eq.astype(bool, copy=False)
 
 
-def hamming_accuracy(y_true, y_pred):
-    """Fraction of nodes labelled right, over all nodes of all samples.
+def hamming_accuracy(y_true, y_pred, average="nodes"):
+    """Fraction of nodes labelled right.
 
     Parameters
     ----------
@@ -110,6 +110,13 @@ def hamming_accuracy(y_true, y_pred):
             or array of shape (n_samples, n_labels), or array of shape (n_samples,)
         True and predicted labels (see the module doc for the formats).  The two
         need not share a format, only the node counts of every sample.
+    average : {"nodes", "samples"}, default="nodes"
+        ``"nodes"`` pools all nodes of all samples (every node counts the
+        same).  ``"samples"`` averages each sample's own fraction (every sample
+        counts the same; empty samples are left out): one minus the mean
+        normalised Hamming loss, the loss that ``loss="normalized_hamming"``
+        trains for and the test error Lacoste-Julien et al.'s reference code
+        reports.
 
     Returns
     -------
@@ -124,14 +131,25 @@ def hamming_accuracy(y_true, y_pred):
     Examples
     --------
     >>> import numpy as np
-    >>> hamming_accuracy([np.array([0, 1, 2]), np.array([1])],
-    ...                  [np.array([0, 1, 1]), np.array([1])])
+    >>> y_true = [np.array([0, 1, 2]), np.array([1])]
+    >>> y_pred = [np.array([0, 1, 1]), np.array([1])]
+    >>> hamming_accuracy(y_true, y_pred)
     0.75
+    >>> round(hamming_accuracy(y_true, y_pred, average="samples"), 4)
+    0.8333
     """
+    if average not in ("nodes", "samples"):
+        raise ValueError(f'average must be "nodes" or "samples", got {average!r}')
     lengths, ft, fp = _check_pair(y_true, y_pred)
     if ft.shape[0] == 0:
         raise ValueError("no nodes to score: every sample is empty")
-    return float(np.mean(_equal(ft, fp)))
+    right = _equal(ft, fp)
+    if average == "nodes":
+        return float(np.mean(right))
+    owner = np.repeat(np.arange(lengths.shape[0]), lengths)
+    n_right = np.bincount(owner, weights=right, minlength=lengths.shape[0])
+    keep = lengths > 0
+    return float(np.mean(n_right[keep] / lengths[keep]))
 
 
 def sequence_accuracy(y_true, y_pred):

@@ -31,6 +31,19 @@ def test_hamming_counts_nodes_over_all_samples():
     assert sequence_accuracy(y_true, y_pred) == pytest.approx(1 / 3)
 
 
+def test_hamming_averaged_over_samples():
+    y_true = [A([0, 1, 2]), A([1]), A([], dtype=int), A([2, 2, 2, 2])]
+    y_pred = [A([0, 1, 1]), A([0]), A([], dtype=int), A([2, 2, 2, 2])]
+    # (2/3 + 0 + 1) / 3: the empty sample is left out
+    assert hamming_accuracy(y_true, y_pred, average="samples") == pytest.approx(5 / 9)
+    assert hamming_accuracy(y_true, y_pred, average="nodes") == pytest.approx(6 / 8)
+    Y = np.array([[0, 1], [1, 1], [0, 0]])
+    P = np.array([[0, 0], [1, 1], [1, 1]])
+    assert hamming_accuracy(Y, P, average="samples") == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="average"):
+        hamming_accuracy(Y, P, average="micro")
+
+
 def test_string_labels_and_labels_never_seen_are_just_errors():
     y_true = [A(["a", "b"]), A(["c"])]
     y_pred = [A(["a", "z"]), A(["c"])]

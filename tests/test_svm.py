@@ -165,6 +165,41 @@ def test_solvers_reach_the_same_objective(chain_fits):
     np.testing.assert_allclose(primal["bcfw"], primal["bcfw_last"], rtol=0.005)
 
 
+@pytest.mark.parametrize("params", [
+    dict(),
+    dict(averaging=False),
+    dict(loss="normalized_hamming", class_weight={0: 2.0, 2: 0.5}),
+    dict(model=ChainModel(bias=True, start_end=True), sample_order="uniform"),
+])
+def test_chain_fast_path_repeats_the_general_kernel(monkeypatch, params):
+    """The fused chain kernel makes the same steps as the general one."""
+    X, y = synthetic_chains(seed=3, n=15, F=3, K=4, max_len=6)
+    X.insert(4, np.zeros((0, 3)))
+    y.insert(4, np.zeros(0, np.int64))
+    common = dict(C=0.5, max_iter=6, tol=0.0, random_state=1, **params)
+    fast = StructuredSVM(**common).fit(X, y)
+    assert fast._state["fast"] == ("margin", True)
+    monkeypatch.setattr(StructuredSVM, "_chain_fast_path", lambda self, design, st: False)
+    general = StructuredSVM(**common).fit(X, y)
+    np.testing.assert_allclose(fast.coef_, general.coef_, rtol=1e-9, atol=1e-12)
+    for key in ("primal", "dual", "gap"):
+        np.testing.assert_allclose(fast.history_[key], general.history_[key], rtol=1e-9,
+                                   atol=1e-12)
+
+
+def test_chain_fast_path_is_only_taken_where_it_applies():
+    X, y = synthetic_chains(seed=3, n=8, F=3, K=3, max_len=4)
+    est = StructuredSVM(max_iter=1, random_state=0)
+    assert est.fit(X, y)._state["fast"] == ("margin", True)
+    assert est.set_params(surrogate="slack").fit(X, y)._state["fast"] == ("slack", False)
+    long_X = X + [np.ones((70, 3))]
+    long_y = y + [np.zeros(70, np.int64)]
+    # no Gram matrix for a 70-node sample: the general kernel takes over
+    assert StructuredSVM(max_iter=1).fit(long_X, long_y)._state["fast"] == ("margin", False)
+    Xg, yg = synthetic_graphs(n=6)
+    assert StructuredSVM(max_iter=1).fit(Xg, yg)._state["fast"] == ("margin", False)
+
+
 @pytest.mark.parametrize("name", ["bcfw", "bcfw_last"])
 def test_bcfw_duality_gap(chain_fits, name):
     _, _, fits = chain_fits

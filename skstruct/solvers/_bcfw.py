@@ -137,6 +137,24 @@ def sample_grams(node_offsets, xdata, xind, xptr, xrow, xoff, n_features, max_no
 
 
 @jit
+def advance_average(state, k, En, Pt):
+    """Weighted averaging after step ``k``: ``rho = 2 / (k + 2)``."""
+    if k == 0.0:
+        En[:] = 0.0
+        Pt[:] = 0.0
+        state[SIGMA] = 1.0
+        state[ELL_AVG] = state[ELL]
+        return
+    rho = 2.0 / (k + 2.0)
+    state[SIGMA] *= 1.0 - rho
+    state[ELL_AVG] = (1.0 - rho) * state[ELL_AVG] + rho * state[ELL]
+    if state[SIGMA] < 1e-150:
+        En *= state[SIGMA]
+        Pt *= state[SIGMA]
+        state[SIGMA] = 1.0
+
+
+@jit
 def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, state,
               U, Ua, PE, msgs, bp, lab, Sc, V, DP, mark, touched, gram, gofs, belief, up,
               max_nodes, max_edges):
@@ -229,8 +247,12 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
                     gd = gamma * Sc[v, 0]
                     o = xoff[v]
                     p0 = xptr[xrow[v]]
-                    for q in range(xptr[xrow[v] + 1] - p0):
-                        Wf[o + q] -= gd * xdata[p0 + q]
+                    m = xptr[xrow[v] + 1] - p0
+                    # slices keep the loop vectorised (see unary_scores)
+                    ws = Wf[o:o + m]
+                    xs = xdata[p0:p0 + m]
+                    for q in range(m):
+                        ws[q] -= gd * xs[q]
             elif n_touch < 0:
                 for v in range(n0, n1):
                     dv = Sc[v]
@@ -264,21 +286,8 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
             d_ell = gamma * (ell_s - ell_i[s])
             ell_i[s] += d_ell
             state[ELL] += d_ell
-        if not averaging:
-            continue
-        if k == 0.0:
-            En[:] = 0.0
-            Pt[:] = 0.0
-            state[SIGMA] = 1.0
-            state[ELL_AVG] = state[ELL]
-            continue
-        rho = 2.0 / (k + 2.0)
-        state[SIGMA] *= 1.0 - rho
-        state[ELL_AVG] = (1.0 - rho) * state[ELL_AVG] + rho * state[ELL]
-        if state[SIGMA] < 1e-150:
-            En *= state[SIGMA]
-            Pt *= state[SIGMA]
-            state[SIGMA] = 1.0
+        if averaging:
+            advance_average(state, k, En, Pt)
     return gap_sum
 
 

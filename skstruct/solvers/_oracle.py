@@ -66,9 +66,14 @@ def unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, scale, U
             o = xoff[v]
             p0 = xptr[r]
             if dense:
+                # slices, so that the loop index alone addresses memory: an
+                # offset index read from an array needs a negative-index check
+                # per element, which stops LLVM from vectorising
                 m = xptr[r + 1] - p0
+                xs = xdata[p0:p0 + m]
+                ws = Wf[o:o + m]
                 for q in range(m):
-                    a += xdata[p0 + q] * Wf[o + q]
+                    a += xs[q] * ws[q]
             else:
                 for p in range(p0, xptr[r + 1]):
                     a += xdata[p] * Wf[xind[p] + o]
