@@ -36,69 +36,72 @@ def exact_map_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, labels)
     """Best labelling of one sample by enumeration into ``labels[n0:n1]``.
 
     ``lab`` is an int64 scratch of length ``n1 - n0``.  Returns the best
-    score; the first maximiser in odometer order wins ties.  The score is
-    updated incrementally: an odometer step only rescores the nodes whose
-    label changed and their edges.
+    score; the first maximiser in odometer order (node ``n0`` the fastest
+    digit) wins ties.
+
+    The scores of all ``K ** n`` labellings are built node by node in one
+    table: adding node ``j`` copies the table of the first ``j`` nodes once
+    per label of ``j`` and adds, for each edge back to an earlier node ``a``,
+    the table entry of ``a``'s label, which is constant over runs of
+    ``K ** a`` consecutive labellings.  No branch depends on the labelling,
+    the inner loops run over contiguous memory, and ``-inf`` scores need no
+    special case (nothing is subtracted).
     """
     K = unary.shape[1]
     n = n1 - n0
-    m = e1 - e0
-    # local incidence lists, so a relabelled node finds its edges directly
-    deg = np.zeros(n + 1, np.int64)
-    for e in range(e0, e1):
-        deg[edges[e, 0] - n0 + 1] += 1
-        deg[edges[e, 1] - n0 + 1] += 1
-    for v in range(n):
-        deg[v + 1] += deg[v]
-    inc = np.empty(2 * m, np.int64)
-    fill = deg[:n].copy()
-    for e in range(e0, e1):
-        a = edges[e, 0] - n0
-        b = edges[e, 1] - n0
-        inc[fill[a]] = e
-        fill[a] += 1
-        inc[fill[b]] = e
-        fill[b] += 1
-    lab[:] = 0
-    labels[n0:n1] = 0
-    score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, n0)
-    best = score
-    finite = score > -np.inf
-    while True:
-        # advance the odometer, rescoring each digit that changes
-        i = 0
-        while i < n:
-            old = lab[i]
-            new = old + 1 if old + 1 < K else 0
-            if finite:
-                v = n0 + i
-                delta = unary[v, new] - unary[v, old]
-                for q in range(deg[i], deg[i + 1]):
-                    e = inc[q]
-                    T = pairwise[pw_index[e]]
-                    a = edges[e, 0] - n0
-                    b = edges[e, 1] - n0
-                    if a == i:
-                        delta += T[new, lab[b]] - T[old, lab[b]]
-                    else:
-                        delta += T[lab[a], new] - T[lab[a], old]
-                lab[i] = new
-                score += delta
+    if n == 0:
+        return 0.0
+    total = 1
+    for _ in range(n):
+        total *= K
+    S = np.empty(total)
+    size = 1
+    for j in range(n):
+        v = n0 + j
+        # extend: S[l + size * k] = S[l] + unary[v, k]; k = 0 last, in place
+        for k in range(K - 1, -1, -1):
+            u = unary[v, k]
+            blk = S[size * k:size * (k + 1)]
+            if j == 0:
+                blk[0] = u
             else:
-                lab[i] = new
-            if new != 0:
-                break
-            i += 1
-        if i == n:
-            break
-        if not finite or score != score:
-            # -inf terms make differences undefined: rescore from scratch
-            score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, n0)
-            finite = score > -np.inf
-        if score > best:
-            best = score
-            for v in range(n):
-                labels[n0 + v] = lab[v]
+                for q in range(size):
+                    blk[q] = S[q] + u
+        for e in range(e0, e1):
+            a = edges[e, 0] - n0
+            b = edges[e, 1] - n0
+            if max(a, b) != j:
+                continue
+            T = pairwise[pw_index[e]]
+            if a == b:
+                for k in range(K):
+                    t = T[k, k]
+                    blk = S[size * k:size * (k + 1)]
+                    for q in range(size):
+                        blk[q] += t
+                continue
+            other = b if a == j else a
+            stride = 1
+            for _ in range(other):
+                stride *= K
+            for k in range(K):
+                blk = S[size * k:size * (k + 1)]
+                for hi in range(0, size, stride * K):
+                    for d in range(K):
+                        t = T[k, d] if a == j else T[d, k]
+                        run = blk[hi + d * stride:hi + (d + 1) * stride]
+                        for q in range(stride):
+                            run[q] += t
+        size *= K
+    best_i = 0
+    best = S[0]
+    for i in range(1, total):
+        if S[i] > best:
+            best = S[i]
+            best_i = i
+    for j in range(n):
+        labels[n0 + j] = best_i % K
+        best_i //= K
     return best
 
 

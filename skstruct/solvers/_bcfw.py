@@ -37,7 +37,7 @@ def _tables(D, s, P, PE):
     return PE
 
 
-@jit
+@jit(inline="always")
 def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate):
     n0 = D[0][s]
     n1 = D[0][s + 1]
@@ -50,10 +50,8 @@ def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate):
 
 
 @jit
-def _trip_to_dense(D, work, n_trip, coef, out):
+def _trip_to_dense(edata, eind, eptr, te, ta, tb, tw, n_trip, coef, out):
     """``out += coef * sum_triplets weight * ef_e (x) E_ab``."""
-    edata, eind, eptr = D[6], D[7], D[8]
-    te, ta, tb, tw = work[10], work[11], work[12], work[13]
     for t in range(n_trip):
         e = te[t]
         c = coef * tw[t]
@@ -206,7 +204,8 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
         npar = dp.shape[0]
         for q in range(npar):
             dp[q] = pi[q]
-        _trip_to_dense(D, work, n_trip, -inv, DP)
+        _trip_to_dense(D[6], D[7], D[8], work[10], work[11], work[12], work[13], n_trip, -inv,
+                       DP)
         sq = 0.0
         for q in range(npar):
             dot += dp[q] * pf[q]
