@@ -332,8 +332,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             return bcfw_chain_pass(D[0], D[3], D[4], D[5], D[25], D[26], D[11], D[12], order, lam,
                                    bool(self.averaging), st["W"], st["P"][0], st["A"],
                                    st["Pi"].reshape(S, K, K), st["ell_i"], st["En"],
-                                   st["Pt"][0], st["state"], st["gram"], st["gofs"], sc["U"],
-                                   sc["Ua"], sc["lab"], sc["Sc"], st["DP"][0])
+                                   st["Pt"][0], st["state"], st["gram"], st["gofs"],
+                                   design.max_nodes)
         return bcfw_pass(D, self._surrogate_code(), order, lam, bool(self.averaging), st["W"],
                          st["P"], st["A"], st["Pi"], st["ell_i"], st["En"], st["Pt"],
                          st["state"], sc["U"], sc["Ua"], sc["PE"], sc["msgs"], sc["bp"],

@@ -20,10 +20,13 @@ from ._bcfw import ELL, SIGMA, STEP, advance_average
 def _chain_oracle(n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, W, P, U, fwd, lab, best):
     """Unary scores of nodes ``n0:n1`` into ``U`` and their loss-augmented
     Viterbi labelling into ``lab`` (``fwd`` holds the forward scores); returns
-    the loss of that labelling."""
+    the loss of that labelling.  ``U``, ``fwd`` and ``lab`` are indexed by
+    the node's position in the chain."""
     K = W.shape[1]
-    for v in range(n0, n1):
-        uv = U[v]
+    m = n1 - n0
+    for t in range(m):
+        v = n0 + t
+        uv = U[t]
         for c in range(K):
             uv[c] = 0.0
         o = xoff[v]
@@ -33,20 +36,17 @@ def _chain_oracle(n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, W, P, U, fwd, la
             wrow = W[xind[p] + o]
             for c in range(K):
                 uv[c] += x * wrow[c]
-    # Viterbi on U + loss; the forward pass keeps every node's scores (in
-    # ``bp``, which is float here) instead of back-pointers: a pure max-plus
-    # loop vectorises twice as well, and the backtrack recomputes one argmax
-    # per node
-    yv = y[n0]
+    # Viterbi on U + loss.  The forward pass keeps every node's scores
+    # instead of back-pointers: a pure max-plus loop vectorises twice as
+    # well, and the backtrack recomputes one argmax per node
     w = lw[n0]
-    d0v = fwd[n0]
+    f0 = fwd[0]
     for k in range(K):
-        d0v[k] = U[n0, k] + w
-    d0v[yv] -= w
-    for t in range(1, n1 - n0):
-        v = n0 + t
-        prev = fwd[v - 1]
-        cur = fwd[v]
+        f0[k] = U[0, k] + w
+    f0[y[n0]] -= w
+    for t in range(1, m):
+        prev = fwd[t - 1]
+        cur = fwd[t]
         for j in range(K):
             best[j] = prev[0] + P[0, j]
         for i in range(1, K):
@@ -54,19 +54,19 @@ def _chain_oracle(n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, W, P, U, fwd, la
             Pi = P[i]
             for j in range(K):
                 best[j] = max(best[j], d + Pi[j])
-        w = lw[v]
-        uv = U[v]
+        w = lw[n0 + t]
+        uv = U[t]
         for j in range(K):
             cur[j] = best[j] + uv[j] + w
-        cur[y[v]] -= w
-    last = fwd[n1 - 1]
+        cur[y[n0 + t]] -= w
+    last = fwd[m - 1]
     k = 0
     for j in range(1, K):
         if last[j] > last[k]:
             k = j
-    lab[n1 - 1] = k
-    for v in range(n1 - 1, n0, -1):
-        prev = fwd[v - 1]
+    lab[m - 1] = k
+    for t in range(m - 1, 0, -1):
+        prev = fwd[t - 1]
         # the predecessor that attains the forward max (first one on ties)
         b = 0
         bv = prev[0] + P[0, k]
@@ -76,68 +76,83 @@ def _chain_oracle(n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, W, P, U, fwd, la
                 bv = val
                 b = i
         k = b
-        lab[v - 1] = k
+        lab[t - 1] = k
     ell = 0.0
-    for v in range(n0, n1):
-        if lab[v] != y[v]:
-            ell += lw[v]
+    for t in range(m):
+        if lab[t] != y[n0 + t]:
+            ell += lw[n0 + t]
     return ell
 
 
 @jit
 def _fw_step(s, n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, lam, inv, avg_scale, W, P,
-             A, Pi, ell_i, En, Pt, gram, gofs, U, fwd, lab, Dn, DP, best):
+             A, Pi, ell_i, En, Pt, gram, gofs, U, fwd, lab, Dn, best, corr, cidx):
     """One block step on sample ``s``: oracle, closed-form line search, updates.
 
-    The average's node coefficients ``En`` move by ``avg_scale * gamma * d``
-    (0 leaves them alone), and ``Pt`` by its pairwise part.  Returns
-    ``(gap, d_ell)``: the block's Frank-Wolfe gap and its change of the loss
-    term.
+    ``U, fwd, Dn`` (max_nodes, K) and ``lab`` (max_nodes,) are scratch
+    indexed by position in the chain, ``corr, cidx`` (2 max_nodes) hold the
+    sparse part of the pairwise direction.  The average's node coefficients
+    ``En`` move by ``avg_scale * gamma * d`` (0 leaves them alone), and
+    ``Pt`` by its pairwise part.  Returns ``(gap, d_ell)``: the block's
+    Frank-Wolfe gap and its change of the loss term.
     """
     K = W.shape[1]
     KK = K * K
+    m = n1 - n0
     ell_s = _chain_oracle(n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, W, P, U, fwd, lab,
                           best) * (lam * inv)
     # node part of d = w_i - w_s: A_v - inv (e_y - e_lab)
     dot = 0.0
-    for v in range(n0, n1):
-        av = A[v]
-        dv = Dn[v]
-        uv = U[v]
+    for t in range(m):
+        av = A[n0 + t]
+        dv = Dn[t]
+        uv = U[t]
         for c in range(K):
             d = av[c]
             dv[c] = d
             dot += d * uv[c]
-        a = y[v]
-        b = lab[v]
+        a = y[n0 + t]
+        b = lab[t]
         if a != b:
             dv[a] -= inv
             dv[b] += inv
             dot += inv * (uv[b] - uv[a])
-    # pairwise part: Pi[s] - inv (counts(y) - counts(lab))
+    # pairwise part dp = Pi[s] - inv (counts(y) - counts(lab)), kept implicit:
+    # the dense sums run over Pi[s], the few corrected entries are fixed after
     pf = P.ravel()
-    dp = DP.ravel()
     pi = Pi[s].ravel()
-    for q in range(KK):
-        dp[q] = pi[q]
-    for v in range(n0 + 1, n1):
-        a0 = y[v - 1] * K + y[v]
-        a1 = lab[v - 1] * K + lab[v]
-        if a0 != a1:
-            dp[a0] -= inv
-            dp[a1] += inv
     sq = 0.0
     for q in range(KK):
-        d = dp[q]
+        d = pi[q]
         dot += d * pf[q]
         sq += d * d
+    # the corrections, entry by entry (a transition may repeat in a word)
+    n_corr = 0
+    for t in range(1, m):
+        a0 = y[n0 + t - 1] * K + y[n0 + t]
+        a1 = lab[t - 1] * K + lab[t]
+        if a0 != a1:
+            cidx[n_corr] = a0
+            corr[n_corr] = -inv
+            cidx[n_corr + 1] = a1
+            corr[n_corr + 1] = inv
+            n_corr += 2
+    for c in range(n_corr):
+        q = cidx[c]
+        # the entry's value before this correction, with the earlier ones
+        old = pi[q]
+        for c2 in range(c):
+            if cidx[c2] == q:
+                old += corr[c2]
+        new = old + corr[c]
+        dot += corr[c] * pf[q]
+        sq += new * new - old * old
     # || sum_v x_v (x) d_v ||^2 from the sample's Gram matrix
     g0 = gofs[s]
-    m = n1 - n0
     for a in range(m):
-        da = Dn[n0 + a]
+        da = Dn[a]
         for b in range(a, m):
-            db = Dn[n0 + b]
+            db = Dn[b]
             dd = 0.0
             for c in range(K):
                 dd += da[c] * db[c]
@@ -148,8 +163,9 @@ def _fw_step(s, n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, lam, inv, avg_scal
     gamma = min(max(gap / (lam * sq), 0.0), 1.0)
     if gamma == 0.0:
         return gap, 0.0
-    for v in range(n0, n1):
-        dv = Dn[v]
+    for t in range(m):
+        v = n0 + t
+        dv = Dn[t]
         o = xoff[v]
         r = xrow[v]
         for p in range(xptr[r], xptr[r + 1]):
@@ -161,23 +177,26 @@ def _fw_step(s, n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, lam, inv, avg_scal
         for c in range(K):
             av[c] -= gamma * dv[c]
     ptf = Pt.ravel()
+    g = gamma * avg_scale
     if avg_scale != 0.0:
-        g = gamma * avg_scale
-        for v in range(n0, n1):
-            dv = Dn[v]
-            ev = En[v]
+        for t in range(m):
+            dv = Dn[t]
+            ev = En[n0 + t]
             for c in range(K):
                 ev[c] += g * dv[c]
-        for q in range(KK):
-            d = dp[q]
-            pf[q] -= gamma * d
-            pi[q] -= gamma * d
-            ptf[q] += g * d
-    else:
-        for q in range(KK):
-            d = dp[q]
-            pf[q] -= gamma * d
-            pi[q] -= gamma * d
+    # P -= gamma dp, Pi[s] -= gamma dp, Pt += g dp: dense part, then corrections
+    keep = 1.0 - gamma
+    for q in range(KK):
+        d = pi[q]
+        pf[q] -= gamma * d
+        ptf[q] += g * d
+        pi[q] = keep * d
+    for c in range(n_corr):
+        q = cidx[c]
+        d = corr[c]
+        pf[q] -= gamma * d
+        ptf[q] += g * d
+        pi[q] -= gamma * d
     d_ell = gamma * (ell_s - ell_i[s])
     ell_i[s] += d_ell
     return gap, d_ell
@@ -185,19 +204,27 @@ def _fw_step(s, n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, lam, inv, avg_scal
 
 @jit
 def bcfw_chain_pass(node_offsets, xdata, xind, xptr, xrow, xoff, y, lw, order, lam, averaging,
-                    W, P, A, Pi, ell_i, En, Pt, state, gram, gofs, U, fwd, lab, Dn, DP):
+                    W, P, A, Pi, ell_i, En, Pt, state, gram, gofs, max_nodes):
     """One BCFW pass (margin rescaling) over the chains in ``order``.
 
     ``P`` (K, K) is the shared transition table, ``Pi`` (S, K, K) the
     pairwise part of each block and ``Pt`` (K, K) the lazy average's; the
-    other arguments are those of :func:`._bcfw.bcfw_pass`.  ``fwd``, ``Dn``
-    (N, K) and ``DP`` (K, K) are scratch.  Returns the sum of the per-block
-    gaps.
+    other arguments are those of :func:`._bcfw.bcfw_pass`; ``max_nodes`` is
+    the length of the longest chain.  Returns the sum of the per-block gaps.
     """
     n = node_offsets.shape[0] - 1
     K = W.shape[1]
     inv = 1.0 / (lam * n)
     best = np.empty(K)
+    # per-step scratch, indexed by position in the chain so that it stays in
+    # cache whatever the order of the samples
+    M = max(max_nodes, 1)
+    U = np.empty((M, K))
+    fwd = np.empty((M, K))
+    Dn = np.empty((M, K))
+    lab = np.empty(M, np.int64)
+    corr = np.empty(2 * M)
+    cidx = np.empty(2 * M, np.int64)
     gap_sum = 0.0
     for s in order:
         n0 = node_offsets[s]
@@ -209,7 +236,7 @@ def bcfw_chain_pass(node_offsets, xdata, xind, xptr, xrow, xoff, y, lw, order, l
         avg_scale = 1.0 / state[SIGMA] if averaging and k > 0.0 else 0.0
         gap, d_ell = _fw_step(s, n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, lam, inv,
                               avg_scale, W, P, A, Pi, ell_i, En, Pt, gram, gofs, U, fwd, lab,
-                              Dn, DP, best)
+                              Dn, best, corr, cidx)
         gap_sum += gap
         state[ELL] += d_ell
         if averaging:
