@@ -9,7 +9,7 @@ import importlib
 __version__ = "0.1.0.dev0"
 
 _SUBMODULES = ("datasets", "inference", "metrics", "models", "preprocessing", "solvers")
-_ESTIMATORS = {"StructuredSVM": "._svm"}
+_ESTIMATORS = {"ApproxStructuredPredictor": "._approx", "StructuredSVM": "._svm"}
 
 __all__ = ["__version__", *_SUBMODULES, *_ESTIMATORS]
 

@@ -133,8 +133,9 @@ def _node_update(v, adj_offsets, adj_edge, adj_side, theta_v, pairwise, pw_index
 @pjit
 def pd_sweeps(node_offsets, adj_offsets, adj_edge, adj_side, theta_v, pairwise, pw_index,
               c_node, c_edge, eps, lam, n_sweeps, max_degree, chunks):
-    """``n_sweeps`` passes of Lemma 1 over the nodes of every sample, in place
-    on ``lam`` (2E, K); parallel over the sample ranges ``chunks``."""
+    """``n_sweeps`` sweeps of Lemma 1 over the nodes of every sample, each in
+    index order and back, in place on ``lam`` (2E, K); parallel over the
+    sample ranges ``chunks``."""
     K = theta_v.shape[1]
     for c in prange(chunks.shape[0] - 1):
         mu = np.empty((max(max_degree, 1), K))
@@ -142,7 +143,14 @@ def pd_sweeps(node_offsets, adj_offsets, adj_edge, adj_side, theta_v, pairwise, 
         buf = np.empty(K)
         for _ in range(n_sweeps):
             for s in range(chunks[c], chunks[c + 1]):
-                for v in range(node_offsets[s], node_offsets[s + 1]):
+                n0 = node_offsets[s]
+                n1 = node_offsets[s + 1]
+                # forward then backward: one sweep carries information both
+                # ways along a chain or tree, as forward-backward does
+                for v in range(n0, n1):
+                    _node_update(v, adj_offsets, adj_edge, adj_side, theta_v, pairwise,
+                                 pw_index, c_node, c_edge, eps, lam, mu, tot, buf)
+                for v in range(n1 - 2, n0 - 1, -1):
                     _node_update(v, adj_offsets, adj_edge, adj_side, theta_v, pairwise,
                                  pw_index, c_node, c_edge, eps, lam, mu, tot, buf)
 

@@ -1,0 +1,440 @@
+"""Hazan & Urtasun's approximated structured prediction (primal-dual message passing)."""
+
+import numbers
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ._base import StructuredEstimatorMixin, loss_weights, resolve_model
+from .inference._api import _n_chunks, n_threads
+
+_COUNTING = ("bethe", "convex", "trw")
+
+
+class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
+    """Structured prediction from CRF to structured SVM by primal-dual message passing.
+
+    Hazan & Urtasun (NIPS 2010).  Minimises, jointly over the parameters
+    ``theta`` and per-sample messages ``lam``,
+
+        (1/p) ||theta||_p^p + C * sum_i [F_i(lam_i, theta) - theta . phi(x_i, y_i)]
+
+    where ``F_i`` is the approximated soft-max of Theorem 1 (see
+    :mod:`skstruct.inference._primal_dual`): the log-partition under the
+    counting numbers' entropy approximation at ``epsilon = 1`` (a CRF; exact
+    on trees with Bethe counting numbers and ``loss=None``), tending to the
+    loss-augmented maximum, the structured SVM's hinge, as ``epsilon -> 0``.
+    This is the paper's program divided by its ``C``: the paper's ``C`` is
+    ``1 / C`` here (sklearn's convention, as in
+    :class:`~skstruct.StructuredSVM`: larger ``C``, less regularisation).
+
+    Learning never runs inference to convergence: each iteration makes
+    ``message_passes`` block-coordinate sweeps of Lemma 1 over every node of
+    every sample (messages kept between iterations), then one gradient step on
+    ``theta`` (Lemma 2) with an Armijo backtracking line search on the
+    objective at the current messages.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Temperature (>= 0).  ``1`` is a CRF, ``0`` the max (structured SVM)
+        limit, computed with maxima rather than by dividing by zero; the
+        objective is then non-smooth and the line search may stop early.
+    p : float, default=2
+        Exponent of the regulariser (> 1); its gradient is
+        ``|theta|^(p-1) sign(theta)``.
+    C : float, default=1.0
+        Weight of the data term.
+    counting_numbers : {"bethe", "convex", "trw"} or (float, float), default="bethe"
+        Entropy approximation.  ``"bethe"``: ``c_edge = 1``, ``c_node = 1 -
+        degree`` (exact on trees; non-convex on loopy graphs).
+        ``"convex"``: ``c_edge = c_node = 1`` (every counting number positive,
+        so the objective is convex and never increases, Claim 2).  ``"trw"``:
+        tree-reweighted, with the edge appearance probability of every edge of
+        a connected component ``(n_nodes - 1) / n_edges`` (the uniform
+        spanning-tree value for edge-transitive graphs such as grids and cycles;
+        1 on trees, where it is Bethe) and ``c_node = 1 - sum`` of those of its
+        edges.  A pair ``(c_node, c_edge)`` sets them to constants;
+        ``c_node + degree * c_edge`` must be positive.
+    loss : {"hamming"} or None, default="hamming"
+        The loss added to the node potentials (loss-augmented soft-max, as in
+        the paper); ``None`` gives the plain (approximate) likelihood.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the Hamming loss per true class.
+    model : "auto" or a model from :mod:`skstruct.models`, default="auto"
+        As in :class:`~skstruct.StructuredSVM`.
+    max_iter : int, default=100
+        Outer iterations (message sweeps plus one parameter step).
+    message_passes : int, default=1
+        Message sweeps over every sample per parameter step.
+    tol : float, default=1e-6
+        Stop when an iteration (sweeps and step) lowers the objective by less
+        than ``tol`` times its magnitude (or not at all).
+    step_size : float or None, default=None
+        First trial step of the line search (``None``: one over the norm of
+        the first gradient).  Each accepted step doubles the next trial.
+    warm_start : bool, default=False
+        Continue from the previous fit's parameters and messages (same data).
+    n_jobs : int or None, default=None
+        Threads for the message sweeps and the objective (parallel over
+        samples), and for ``predict``.
+    random_state : None, int or RandomState, default=None
+        Unused: the algorithm is deterministic.  Accepted for API symmetry.
+    verbose : int, default=0
+        Print one line per iteration.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_params,)
+        ``theta``: the unary weights ``(n_features, n_columns)`` then the
+        pairwise tables, flattened.
+    classes_ : ndarray
+        Labels, in the order of the classes of ``coef_``.
+    model_ : the fitted joint feature map.
+    n_iter_ : int
+    history_ : dict of arrays
+        ``"objective"`` (the objective above, per iteration, after its
+        parameter step) and ``"seconds"`` (cumulative training time).
+    """
+
+    def __init__(self, epsilon=1.0, p=2.0, C=1.0, counting_numbers="bethe", loss="hamming",
+                 class_weight=None, model="auto", max_iter=100, message_passes=1, tol=1e-6,
+                 step_size=None, warm_start=False, n_jobs=None, random_state=None, verbose=0):
+        self.epsilon = epsilon
+        self.p = p
+        self.C = C
+        self.counting_numbers = counting_numbers
+        self.loss = loss
+        self.class_weight = class_weight
+        self.model = model
+        self.max_iter = max_iter
+        self.message_passes = message_passes
+        self.tol = tol
+        self.step_size = step_size
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self):
+        def number(name, low, strict, integer=False):
+            v = getattr(self, name)
+            kind = numbers.Integral if integer else numbers.Real
+            if isinstance(v, bool) or not isinstance(v, kind) or not np.isfinite(v) or (
+                    v <= low if strict else v < low):
+                raise ValueError(f"{name} must be {'an integer' if integer else 'a number'} "
+                                 f"{'>' if strict else '>='} {low}, got {v!r}")
+
+        number("epsilon", 0, False)
+        number("p", 1, True)
+        number("C", 0, True)
+        number("max_iter", 0, True, integer=True)
+        number("message_passes", 0, True, integer=True)
+        number("tol", 0, False)
+        if self.step_size is not None:
+            number("step_size", 0, True)
+        if self.loss not in ("hamming", None):
+            raise ValueError(f"loss must be 'hamming' or None, got {self.loss!r}")
+        cn = self.counting_numbers
+        if isinstance(cn, str):
+            if cn not in _COUNTING:
+                raise ValueError(f"counting_numbers must be one of {_COUNTING} or a pair "
+                                 f"(c_node, c_edge), got {cn!r}")
+        elif not (isinstance(cn, tuple) and len(cn) == 2 and all(
+                isinstance(c, numbers.Real) and np.isfinite(c) for c in cn)):
+            raise ValueError(f"counting_numbers must be one of {_COUNTING} or a pair of "
+                             f"numbers (c_node, c_edge), got {cn!r}")
+
+    # -------------------------------------------------------------- structure
+    def _counting(self, design):
+        """Counting numbers ``(c_node (N,), c_edge (E,))`` of a design."""
+        b = design.batch
+        N, E = b.n_nodes, b.n_edges
+        edges = b.edges
+        deg = np.bincount(edges.ravel(), minlength=N).astype(np.float64)
+        cn = self.counting_numbers
+        if cn == "bethe":
+            c_node, c_edge = 1.0 - deg, np.ones(E)
+        elif cn == "convex":
+            c_node, c_edge = np.ones(N), np.ones(E)
+        elif cn == "trw":
+            from scipy.sparse import coo_matrix
+            from scipy.sparse.csgraph import connected_components
+
+            g = coo_matrix((np.ones(E), (edges[:, 0], edges[:, 1])), shape=(N, N))
+            _, comp = connected_components(g, directed=False)
+            n_comp = np.bincount(comp).astype(np.float64)
+            m_comp = np.bincount(comp[edges[:, 0]], minlength=n_comp.shape[0])
+            rho = (n_comp[comp[edges[:, 0]]] - 1.0) / np.maximum(m_comp[comp[edges[:, 0]]], 1)
+            c_edge = rho
+            c_node = 1.0 - np.bincount(edges.ravel(), weights=np.repeat(rho, 2), minlength=N)
+        else:
+            c_node, c_edge = np.full(N, float(cn[0])), np.full(E, float(cn[1]))
+        chat = c_node + np.bincount(edges.ravel(), weights=np.repeat(c_edge, 2), minlength=N)
+        bad = np.flatnonzero((deg > 0) & ~(chat > 0))
+        if bad.size:
+            v = int(bad[0])
+            s = int(np.searchsorted(b.node_offsets, v, side="right") - 1)
+            raise ValueError(f"counting_numbers {cn!r}: sample {s}, node {v - b.node_offsets[s]}"
+                             f" has c_node + sum of its edges' c_edge = {chat[v]:.3g}; it must "
+                             "be positive")
+        return c_node, c_edge
+
+    @staticmethod
+    def _potentials(D, design, W, P):
+        """Node scores ``U (N, K)`` and edge tables with their index per edge."""
+        from .solvers._oracle import edge_tables, unary_scores
+
+        K = design.n_classes
+        N = design.batch.n_nodes
+        U = np.zeros((N, K))
+        unary_scores(0, N, D[3], D[4], D[5], D[25], D[26], W, D[13], D[14], 1.0, U, D[27])
+        if D[9]:
+            return U, P, D[10]
+        E = design.batch.n_edges
+        PE = np.zeros((E, K, K))
+        edge_tables(0, E, D[6], D[7], D[8], P, PE)
+        return U, PE, np.arange(E, dtype=np.int64)
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Learn ``theta`` (and the messages of every training sample).
+
+        Parameters
+        ----------
+        X, y : as for :meth:`skstruct.StructuredSVM.fit`.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        model = resolve_model(self.model, X, y)
+        design, _ = model.design(X, y)
+        K = design.n_classes
+        self.model_ = model
+        self.classes_ = model.classes_
+        D = design.args(design.y, self._context_lw(design), 1)
+        c_node, c_edge = self._counting(design)
+        b = design.batch
+        F, Kp, EF = design.n_features_total, design.n_columns, design.n_edge_features
+        shape = (b.n_samples, b.n_nodes, F, Kp, EF, K)
+        warm = self.warm_start and getattr(self, "_state", {}).get("shape") == shape
+        if warm:
+            st = self._state
+        else:
+            st = dict(shape=shape, W=np.zeros((F, Kp)), P=np.zeros((EF, K, K)),
+                      lam=np.zeros((2 * b.n_edges, K)), step=self.step_size, seconds=0.0,
+                      n_iter=0)
+        ctx = _Context(self, design, D, c_node, c_edge)
+        hist = {"objective": [], "seconds": []}
+        # one call compiles (or loads) every kernel, outside the timed loop
+        ctx.value_and_grad(st["W"], st["P"], st["lam"])
+        seconds = st["seconds"]
+        prev = None
+        for _ in range(self.max_iter):
+            t0 = time.perf_counter()
+            with n_threads(self.n_jobs):
+                ctx.sweep(st["W"], st["P"], st["lam"], self.message_passes)
+                value, gW, gP = ctx.value_and_grad(st["W"], st["P"], st["lam"])
+                new_value = self._step(ctx, st, value, gW, gP)
+            seconds += time.perf_counter() - t0
+            st["n_iter"] += 1
+            hist["objective"].append(new_value)
+            hist["seconds"].append(seconds)
+            if self.verbose:
+                print(f"iter {st['n_iter']:4d}  {seconds:8.3f} s  objective {new_value:.8g}",
+                      flush=True)
+            if prev is not None and prev - new_value <= self.tol * max(abs(new_value), 1.0):
+                break
+            prev = new_value
+        st["seconds"] = seconds
+        self._state = st
+        self._W, self._P = st["W"].copy(), st["P"].copy()
+        self.coef_ = np.concatenate([self._W.ravel(), self._P.ravel()])
+        self.n_iter_ = st["n_iter"]
+        self.history_ = {k: np.asarray(v, dtype=np.float64) for k, v in hist.items()}
+        return self
+
+    def _context_lw(self, design):
+        """Hamming weight of every node's true class."""
+        return loss_weights(self.class_weight, self.classes_, design.y)[design.y]
+
+    def _step(self, ctx, st, value, gW, gP):
+        """Armijo backtracking along the negative gradient; returns the new value."""
+        g2 = float(np.sum(gW * gW) + np.sum(gP * gP))
+        if g2 == 0.0:
+            return value
+        eta = st["step"] if st["step"] is not None else 1.0 / np.sqrt(g2)
+        for _ in range(60):
+            W = st["W"] - eta * gW
+            P = st["P"] - eta * gP
+            lam = st["lam"]
+            if ctx.nonconvex:
+                # with negative counting numbers F is not bounded below in the
+                # messages, so F at stale messages is no upper bound and a step
+                # could exploit them: judge the trial at messages swept for it
+                lam = lam.copy()
+                ctx.sweep(W, P, lam, self.message_passes)
+            trial = ctx.value(W, P, lam)
+            if trial <= value - 1e-4 * eta * g2:
+                st["W"], st["P"], st["lam"] = W, P, lam
+                st["step"] = 2.0 * eta
+                return trial
+            eta *= 0.5
+        # no decrease along the (sub)gradient: keep theta
+        st["step"] = eta
+        return value
+
+    def _weights(self):
+        return self._W, self._P
+
+    def predict_marginals(self, X, n_sweeps=100):
+        """Node beliefs of the learned model (no loss) after ``n_sweeps`` sweeps.
+
+        Parameters
+        ----------
+        X : samples in the format of the fitted model.
+        n_sweeps : int, default=100
+            Message sweeps from zero messages (exact marginals on trees with
+            Bethe counting numbers at ``epsilon = 1``).
+
+        Returns
+        -------
+        list of arrays (n_nodes_i, n_classes)
+            Beliefs per sample, columns in the order of ``classes_``.
+
+        Raises
+        ------
+        ValueError
+            At ``epsilon == 0`` (the beliefs are then maximisers, not
+            marginals).
+        """
+        check_is_fitted(self, "coef_")
+        if self.epsilon == 0:
+            raise ValueError("predict_marginals needs epsilon > 0")
+        design, _ = self.model_.design(X)
+        N = design.batch.n_nodes
+        D = design.args(np.zeros(N, np.int64), np.zeros(N), 1)
+        c_node, c_edge = self._counting(design)
+        ctx = _Context(self, design, D, c_node, c_edge, loss=False)
+        lam = np.zeros((2 * design.batch.n_edges, design.n_classes))
+        with n_threads(self.n_jobs):
+            ctx.sweep(self._W, self._P, lam, n_sweeps)
+            nb = ctx.beliefs(self._W, self._P, lam)
+        off = design.batch.node_offsets
+        return [nb[off[s]:off[s + 1]] for s in range(design.batch.n_samples)]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_state", None)
+        return state
+
+
+class _Context:
+    """The arrays of one design and the estimator's settings, for the kernels."""
+
+    def __init__(self, est, design, D, c_node, c_edge, loss=None):
+        self.est, self.design, self.D = est, design, D
+        self.c_node, self.c_edge = c_node, c_edge
+        self.nonconvex = bool(np.any(c_node < 0) or np.any(c_edge < 0))
+        self.eps = float(est.epsilon)
+        self.loss = est.loss is not None if loss is None else loss
+        b = design.batch
+        self.adj = b.adjacency if b.n_edges else (np.zeros(b.n_nodes + 1, np.int64),
+                                                  np.zeros(0, np.int64),
+                                                  np.zeros(0, np.int64),
+                                                  np.zeros(0, np.int64))
+        self.max_degree = int(np.diff(self.adj[0]).max()) if b.n_nodes else 0
+        self.chunks = b.chunks(_n_chunks())
+        y = design.y if design.y is not None else np.zeros(b.n_nodes, np.int64)
+        K = design.n_classes
+        self.onehot = np.zeros((b.n_nodes, K))
+        known = y >= 0
+        self.onehot[np.flatnonzero(known), y[known]] = 1.0
+
+    def _theta(self, W, P):
+        U, tables, pwi = ApproxStructuredPredictor._potentials(self.D, self.design, W, P)
+        theta_v = U
+        if self.loss:
+            lw = self.D[12]
+            theta_v = U + lw[:, None] * (1.0 - self.onehot)
+        return U, theta_v, tables, pwi
+
+    def sweep(self, W, P, lam, n):
+        from .inference._primal_dual import pd_sweeps
+
+        if lam.shape[0] == 0 or n == 0:
+            return
+        _, theta_v, tables, pwi = self._theta(W, P)
+        b = self.design.batch
+        off, ae, _, side = self.adj
+        pd_sweeps(b.node_offsets, off, ae, side, theta_v, np.ascontiguousarray(tables), pwi,
+                  self.c_node, self.c_edge, self.eps, lam, n, self.max_degree, self.chunks)
+
+    def _terms(self, W, P, lam, beliefs):
+        from .inference._primal_dual import pd_objective
+
+        U, theta_v, tables, pwi = self._theta(W, P)
+        b = self.design.batch
+        K = self.design.n_classes
+        off, ae, _, side = self.adj
+        terms = np.zeros(b.n_samples)
+        nb = np.zeros((b.n_nodes if beliefs else 1, K))
+        eb = np.zeros((b.n_edges if beliefs else 1, K, K))
+        pd_objective(b.node_offsets, b.edge_offsets, b.edges, off, ae, side, theta_v,
+                     np.ascontiguousarray(tables), pwi, self.c_node, self.c_edge, self.eps,
+                     lam, self.chunks, terms, nb, eb, beliefs)
+        return U, tables, pwi, terms, nb, eb
+
+    def _truth(self, U, tables, pwi):
+        y = self.D[11]
+        edges = self.design.batch.edges
+        s = float(np.sum(U[np.arange(y.shape[0]), y]))
+        if edges.shape[0]:
+            s += float(np.sum(tables[pwi, y[edges[:, 0]], y[edges[:, 1]]]))
+        return s
+
+    def _reg(self, W, P):
+        p = float(self.est.p)
+        return (np.sum(np.abs(W) ** p) + np.sum(np.abs(P) ** p)) / p
+
+    def value(self, W, P, lam):
+        U, tables, pwi, terms, _, _ = self._terms(W, P, lam, False)
+        return self._reg(W, P) + self.est.C * (float(terms.sum()) - self._truth(U, tables, pwi))
+
+    def beliefs(self, W, P, lam):
+        return self._terms(W, P, lam, True)[4]
+
+    def value_and_grad(self, W, P, lam):
+        from .solvers._bcfw import expand_coef
+
+        U, tables, pwi, terms, nb, eb = self._terms(W, P, lam, True)
+        C = self.est.C
+        p = float(self.est.p)
+        value = self._reg(W, P) + C * (float(terms.sum()) - self._truth(U, tables, pwi))
+        D = self.D
+        design = self.design
+        K = design.n_classes
+        diff = nb - self.onehot
+        coef = np.zeros((diff.shape[0], W.shape[1]))
+        for k in range(K):
+            coef[:, D[13][k]] += D[14][k] * diff[:, k]
+        gW = C * expand_coef(D[3], D[4], D[5], D[25], D[26], coef, W.shape[0])
+        gW += np.abs(W) ** (p - 1.0) * np.sign(W)
+        y = D[11]
+        edges = design.batch.edges
+        ediff = eb.copy()
+        if edges.shape[0]:
+            ediff[np.arange(edges.shape[0]), y[edges[:, 0]], y[edges[:, 1]]] -= 1.0
+        if D[9]:
+            gE = np.zeros_like(P)
+            np.add.at(gE, D[10], ediff)
+        else:
+            ef = design.edge_features
+            gE = np.asarray(ef.T @ ediff.reshape(edges.shape[0], K * K)).reshape(P.shape)
+        gP = C * gE + np.abs(P) ** (p - 1.0) * np.sign(P)
+        return value, gW, gP
