@@ -74,7 +74,8 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         than ``tol`` times its magnitude (or not at all).
     step_size : float or None, default=None
         First trial step of the line search (``None``: one over the norm of
-        the first gradient).  Each accepted step doubles the next trial.
+        the first gradient).  Each later search starts from the last accepted
+        step, grown by half when it was accepted at the first trial.
     warm_start : bool, default=False
         Continue from the previous fit's parameters and messages (same data).
     n_jobs : int or None, default=None
@@ -183,22 +184,6 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
                              "be positive")
         return c_node, c_edge
 
-    @staticmethod
-    def _potentials(D, design, W, P):
-        """Node scores ``U (N, K)`` and edge tables with their index per edge."""
-        from .solvers._oracle import edge_tables, unary_scores
-
-        K = design.n_classes
-        N = design.batch.n_nodes
-        U = np.zeros((N, K))
-        unary_scores(0, N, D[3], D[4], D[5], D[25], D[26], W, D[13], D[14], 1.0, U, D[27])
-        if D[9]:
-            return U, P, D[10]
-        E = design.batch.n_edges
-        PE = np.zeros((E, K, K))
-        edge_tables(0, E, D[6], D[7], D[8], P, PE)
-        return U, PE, np.arange(E, dtype=np.int64)
-
     # --------------------------------------------------------------------- fit
     def fit(self, X, y):
         """Learn ``theta`` (and the messages of every training sample).
@@ -269,6 +254,7 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         if g2 == 0.0:
             return value
         eta = st["step"] if st["step"] is not None else 1.0 / np.sqrt(g2)
+        first = True
         for _ in range(60):
             W = st["W"] - eta * gW
             P = st["P"] - eta * gP
@@ -282,8 +268,11 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
             trial = ctx.value(W, P, lam)
             if trial <= value - 1e-4 * eta * g2:
                 st["W"], st["P"], st["lam"] = W, P, lam
-                st["step"] = 2.0 * eta
+                # grow the next trial only after a first-try success: each
+                # rejected trial costs a pass over the data
+                st["step"] = 1.5 * eta if first else eta
                 return trial
+            first = False
             eta *= 0.5
         # no decrease along the (sub)gradient: keep theta
         st["step"] = eta
@@ -341,6 +330,10 @@ class _Context:
         self.est, self.design, self.D = est, design, D
         self.c_node, self.c_edge = c_node, c_edge
         self.nonconvex = bool(np.any(c_node < 0) or np.any(c_edge < 0))
+        # chains and trees get a symmetric sweep (exact in one for Bethe)
+        self.forests = bool(np.all(design.kind <= 1))
+        self.parity = 0
+        self._cache = None
         self.eps = float(est.epsilon)
         self.loss = est.loss is not None if loss is None else loss
         b = design.batch
@@ -350,35 +343,55 @@ class _Context:
                                                   np.zeros(0, np.int64))
         self.max_degree = int(np.diff(self.adj[0]).max()) if b.n_nodes else 0
         self.chunks = b.chunks(_n_chunks())
-        y = design.y if design.y is not None else np.zeros(b.n_nodes, np.int64)
-        K = design.n_classes
-        self.onehot = np.zeros((b.n_nodes, K))
-        known = y >= 0
-        self.onehot[np.flatnonzero(known), y[known]] = 1.0
+        self.edge_index = np.arange(b.n_edges, dtype=np.int64)
 
     def _theta(self, W, P):
-        U, tables, pwi = ApproxStructuredPredictor._potentials(self.D, self.design, W, P)
-        theta_v = U
-        if self.loss:
-            lw = self.D[12]
-            theta_v = U + lw[:, None] * (1.0 - self.onehot)
-        return U, theta_v, tables, pwi
+        """Node potentials (loss-augmented if asked), edge tables with their index
+        per edge, and the score of the true labelling."""
+        from .solvers._potentials import potentials
+
+        # the sweep, the gradient and the next iteration's sweep all ask for the
+        # potentials of the same (never mutated) weight arrays
+        if self._cache is not None and self._cache[0] is W and self._cache[1] is P:
+            return self._cache[2]
+        D = self.D
+        b = self.design.batch
+        K = self.design.n_classes
+        theta_v = np.empty((b.n_nodes, K))
+        tied = bool(D[9])
+        PE = np.zeros((1, K, K)) if tied else np.empty((b.n_edges, K, K))
+        truth = np.zeros(self.chunks.shape[0] - 1)
+        potentials(b.node_offsets, b.edge_offsets, b.edges, D[3], D[4], D[5], D[25], D[26],
+                   np.ascontiguousarray(W), D[13], D[14], D[27], tied, D[10], D[6], D[7], D[8],
+                   np.ascontiguousarray(P), D[11], D[12], self.loss, self.chunks, theta_v, PE,
+                   truth)
+        out = (theta_v, P if tied else PE, D[10] if tied else self.edge_index,
+               float(truth.sum()))
+        self._cache = (W, P, out)
+        return out
 
     def sweep(self, W, P, lam, n):
         from .inference._primal_dual import pd_sweeps
 
         if lam.shape[0] == 0 or n == 0:
             return
-        _, theta_v, tables, pwi = self._theta(W, P)
+        theta_v, tables, pwi, _ = self._theta(W, P)
         b = self.design.batch
         off, ae, _, side = self.adj
+        if self.forests:
+            direction = 0
+        else:
+            # loopy graphs: one direction per sweep, alternating across calls
+            direction = 1 if self.parity == 0 else -1
+            self.parity = (self.parity + n) % 2
         pd_sweeps(b.node_offsets, off, ae, side, theta_v, np.ascontiguousarray(tables), pwi,
-                  self.c_node, self.c_edge, self.eps, lam, n, self.max_degree, self.chunks)
+                  self.c_node, self.c_edge, self.eps, lam, n, direction, self.max_degree,
+                  self.chunks)
 
     def _terms(self, W, P, lam, beliefs):
         from .inference._primal_dual import pd_objective
 
-        U, theta_v, tables, pwi = self._theta(W, P)
+        theta_v, tables, pwi, truth = self._theta(W, P)
         b = self.design.batch
         K = self.design.n_classes
         off, ae, _, side = self.adj
@@ -388,53 +401,37 @@ class _Context:
         pd_objective(b.node_offsets, b.edge_offsets, b.edges, off, ae, side, theta_v,
                      np.ascontiguousarray(tables), pwi, self.c_node, self.c_edge, self.eps,
                      lam, self.chunks, terms, nb, eb, beliefs)
-        return U, tables, pwi, terms, nb, eb
-
-    def _truth(self, U, tables, pwi):
-        y = self.D[11]
-        edges = self.design.batch.edges
-        s = float(np.sum(U[np.arange(y.shape[0]), y]))
-        if edges.shape[0]:
-            s += float(np.sum(tables[pwi, y[edges[:, 0]], y[edges[:, 1]]]))
-        return s
+        return truth, terms, nb, eb
 
     def _reg(self, W, P):
         p = float(self.est.p)
         return (np.sum(np.abs(W) ** p) + np.sum(np.abs(P) ** p)) / p
 
     def value(self, W, P, lam):
-        U, tables, pwi, terms, _, _ = self._terms(W, P, lam, False)
-        return self._reg(W, P) + self.est.C * (float(terms.sum()) - self._truth(U, tables, pwi))
+        truth, terms, _, _ = self._terms(W, P, lam, False)
+        return self._reg(W, P) + self.est.C * (float(terms.sum()) - truth)
 
     def beliefs(self, W, P, lam):
-        return self._terms(W, P, lam, True)[4]
+        return self._terms(W, P, lam, True)[2]
 
     def value_and_grad(self, W, P, lam):
-        from .solvers._bcfw import expand_coef
+        from .inference._primal_dual import pd_gradient
 
-        U, tables, pwi, terms, nb, eb = self._terms(W, P, lam, True)
+        theta_v, tables, pwi, truth = self._theta(W, P)
+        D = self.D
+        b = self.design.batch
+        off, ae, _, side = self.adj
+        n_chunks = self.chunks.shape[0] - 1
+        terms = np.zeros(b.n_samples)
+        gW_parts = np.zeros((n_chunks,) + W.shape)
+        gP_parts = np.zeros((n_chunks,) + P.shape)
+        pd_gradient(b.node_offsets, b.edge_offsets, b.edges, off, ae, side, theta_v,
+                    np.ascontiguousarray(tables), pwi, self.c_node, self.c_edge, self.eps, lam,
+                    D[11], D[3], D[4], D[5], D[25], D[26], D[13], D[14], bool(D[9]), D[6],
+                    D[7], D[8], self.chunks, terms, gW_parts, gP_parts)
         C = self.est.C
         p = float(self.est.p)
-        value = self._reg(W, P) + C * (float(terms.sum()) - self._truth(U, tables, pwi))
-        D = self.D
-        design = self.design
-        K = design.n_classes
-        diff = nb - self.onehot
-        coef = np.zeros((diff.shape[0], W.shape[1]))
-        for k in range(K):
-            coef[:, D[13][k]] += D[14][k] * diff[:, k]
-        gW = C * expand_coef(D[3], D[4], D[5], D[25], D[26], coef, W.shape[0])
-        gW += np.abs(W) ** (p - 1.0) * np.sign(W)
-        y = D[11]
-        edges = design.batch.edges
-        ediff = eb.copy()
-        if edges.shape[0]:
-            ediff[np.arange(edges.shape[0]), y[edges[:, 0]], y[edges[:, 1]]] -= 1.0
-        if D[9]:
-            gE = np.zeros_like(P)
-            np.add.at(gE, D[10], ediff)
-        else:
-            ef = design.edge_features
-            gE = np.asarray(ef.T @ ediff.reshape(edges.shape[0], K * K)).reshape(P.shape)
-        gP = C * gE + np.abs(P) ** (p - 1.0) * np.sign(P)
+        value = self._reg(W, P) + C * (float(terms.sum()) - truth)
+        gW = C * gW_parts.sum(axis=0) + np.abs(W) ** (p - 1.0) * np.sign(W)
+        gP = C * gP_parts.sum(axis=0) + np.abs(P) ** (p - 1.0) * np.sign(P)
         return value, gW, gP

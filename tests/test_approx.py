@@ -1,16 +1,25 @@
 """ApproxStructuredPredictor: the identities of Hazan & Urtasun's program."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
+from sklearn.utils.estimator_checks import (
+    check_do_not_raise_errors_in_init_or_set_params,
+    check_estimator_repr,
+    check_get_params_invariance,
+    check_no_attributes_set_in_init,
+    check_parameters_default_constructible,
+    check_set_params,
+)
 
 from skstruct import ApproxStructuredPredictor
 from skstruct._approx import _Context
 from skstruct.inference import forward_backward
-from skstruct.models import ChainModel, GraphModel
+from skstruct.models import ChainModel, GraphModel, MultiLabelModel
 from tests.brute import all_scores, score_of
 from tests.inference.kernel_cases import random_graph
 
@@ -244,3 +253,50 @@ def test_eps_1_bethe_learning_reaches_the_exact_crf_optimum():
     assert est.history_["objective"][-1] == pytest.approx(ours, rel=1e-9)
     assert ours == pytest.approx(ref.fun, rel=1e-6)
     np.testing.assert_allclose(est.coef_, ref.x, atol=1e-3)
+
+
+@pytest.mark.parametrize("check", [check_get_params_invariance, check_set_params,
+                                   check_parameters_default_constructible,
+                                   check_no_attributes_set_in_init, check_estimator_repr,
+                                   check_do_not_raise_errors_in_init_or_set_params])
+def test_sklearn_estimator_checks(check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check("ApproxStructuredPredictor", ApproxStructuredPredictor())
+        check("ApproxStructuredPredictor",
+              ApproxStructuredPredictor(model=MultiLabelModel(edges="tree"), epsilon=0.1))
+
+
+def test_multilabel_and_edge_features_learn():
+    from skstruct.datasets import load_scene, make_binary_denoising
+
+    d = load_scene()
+    est = ApproxStructuredPredictor(epsilon=0.1, counting_numbers="convex", C=0.1, max_iter=40,
+                                    model=MultiLabelModel(edges="full"))
+    est.fit(d.X_train, d.y_train)
+    assert est.predict(d.X_test[:5]).shape == (5, d.y_test.shape[1])
+    # well below the loss of predicting every label absent
+    assert 1 - est.score(d.X_test, d.y_test) < d.y_test.mean() - 0.04
+    obj = est.history_["objective"]
+    assert np.all(np.diff(obj) <= 1e-9 * np.abs(obj[1:]))
+    # grids with edge features: better than thresholding each pixel
+    tr = make_binary_denoising(4, 30, noise=1.0, random_state=0)
+    te = make_binary_denoising(4, 30, noise=1.0, random_state=1)
+    est = ApproxStructuredPredictor(epsilon=1.0, counting_numbers="convex", C=0.5, max_iter=20,
+                                    model=GraphModel()).fit(tr.X, tr.y)
+    threshold = np.mean(np.concatenate([(x[0][:, 0] > 0.5) == y for x, y in zip(te.X, te.y)]))
+    assert est.score(te.X, te.y) > threshold + 0.1
+    marg = est.predict_marginals(te.X[:1])[0]
+    assert marg.shape == (900, 2) and np.allclose(marg.sum(axis=1), 1.0)
+
+
+def test_warm_start_continues_and_class_weight_changes_the_objective():
+    X, y = chains(seed=9)
+    a = ApproxStructuredPredictor(max_iter=6, tol=0.0, warm_start=True).fit(X, y)
+    first = a.history_["objective"][-1]
+    a.fit(X, y)
+    assert a.n_iter_ == 12 and a.history_["objective"][0] <= first + 1e-12
+    b = ApproxStructuredPredictor(max_iter=6, tol=0.0, class_weight={0: 3.0}).fit(X, y)
+    assert b.history_["objective"][-1] != pytest.approx(first)
+    with pytest.raises(ValueError, match="epsilon > 0"):
+        ApproxStructuredPredictor(epsilon=0.0, max_iter=2).fit(X, y).predict_marginals(X)

@@ -66,21 +66,35 @@ def _soft(x, n, t):
 
 
 @jit
-def _belief(x, n, t, value, out):
-    """``out[:n] = softmax(x / t)`` given ``value = _soft(x, n, t)``; one-hot
-    at the first maximiser when ``t == 0``."""
-    if t == 0.0:
-        best = 0
+def _soft_belief(x, n, t, out):
+    """``_soft(x, n, t)``, writing ``softmax(x / t)`` into ``out[:n]`` on the way
+    (one-hot at the first maximiser when ``t == 0``)."""
+    m = x[0]
+    best = 0
+    if t >= 0.0:
         for i in range(1, n):
-            if x[i] > x[best]:
+            if x[i] > m:
+                m = x[i]
                 best = i
+    else:
+        for i in range(1, n):
+            if x[i] < m:
+                m = x[i]
+    if t == 0.0:
         for i in range(n):
             out[i] = 0.0
         out[best] = 1.0
-        return
+        return m
+    s = 0.0
     inv = 1.0 / t
     for i in range(n):
-        out[i] = np.exp((x[i] - value) * inv)
+        z = np.exp((x[i] - m) * inv)
+        out[i] = z
+        s += z
+    r = 1.0 / s
+    for i in range(n):
+        out[i] *= r
+    return m + t * np.log(s)
 
 
 @jit
@@ -132,27 +146,35 @@ def _node_update(v, adj_offsets, adj_edge, adj_side, theta_v, pairwise, pw_index
 
 @pjit
 def pd_sweeps(node_offsets, adj_offsets, adj_edge, adj_side, theta_v, pairwise, pw_index,
-              c_node, c_edge, eps, lam, n_sweeps, max_degree, chunks):
-    """``n_sweeps`` sweeps of Lemma 1 over the nodes of every sample, each in
-    index order and back, in place on ``lam`` (2E, K); parallel over the
-    sample ranges ``chunks``."""
+              c_node, c_edge, eps, lam, n_sweeps, direction, max_degree, chunks):
+    """``n_sweeps`` sweeps of Lemma 1 over the nodes of every sample, in place
+    on ``lam`` (2E, K); parallel over the sample ranges ``chunks``.
+
+    ``direction`` 0: every sweep visits the nodes in index order and back,
+    which carries information both ways along a chain or tree in one sweep,
+    as forward-backward does; 1 (or -1): one direction per sweep,
+    alternating, the first in index order (or reversed), half the work per
+    sweep for loopy graphs, where no single sweep converges anyway.
+    """
     K = theta_v.shape[1]
     for c in prange(chunks.shape[0] - 1):
         mu = np.empty((max(max_degree, 1), K))
         tot = np.empty(K)
         buf = np.empty(K)
-        for _ in range(n_sweeps):
+        for it in range(n_sweeps):
+            up = direction == 0 or (it % 2 == 0) == (direction > 0)
+            down = direction == 0 or not up
             for s in range(chunks[c], chunks[c + 1]):
                 n0 = node_offsets[s]
                 n1 = node_offsets[s + 1]
-                # forward then backward: one sweep carries information both
-                # ways along a chain or tree, as forward-backward does
-                for v in range(n0, n1):
-                    _node_update(v, adj_offsets, adj_edge, adj_side, theta_v, pairwise,
-                                 pw_index, c_node, c_edge, eps, lam, mu, tot, buf)
-                for v in range(n1 - 2, n0 - 1, -1):
-                    _node_update(v, adj_offsets, adj_edge, adj_side, theta_v, pairwise,
-                                 pw_index, c_node, c_edge, eps, lam, mu, tot, buf)
+                if up:
+                    for v in range(n0, n1):
+                        _node_update(v, adj_offsets, adj_edge, adj_side, theta_v, pairwise,
+                                     pw_index, c_node, c_edge, eps, lam, mu, tot, buf)
+                if down:
+                    for v in range(n1 - 1 - (1 if up else 0), n0 - 1, -1):
+                        _node_update(v, adj_offsets, adj_edge, adj_side, theta_v, pairwise,
+                                     pw_index, c_node, c_edge, eps, lam, mu, tot, buf)
 
 
 @pjit
@@ -176,10 +198,10 @@ def pd_objective(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_s
                     for k in range(K):
                         x[k] -= row[k]
                 t = eps * c_node[v]
-                val = _soft(x, K, t)
-                total += val
                 if want_beliefs:
-                    _belief(x, K, t, val, node_beliefs[v])
+                    total += _soft_belief(x, K, t, node_beliefs[v])
+                else:
+                    total += _soft(x, K, t)
             for e in range(edge_offsets[s], edge_offsets[s + 1]):
                 T = pairwise[pw_index[e]]
                 la = lam[2 * e]
@@ -188,10 +210,10 @@ def pd_objective(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_s
                     for b in range(K):
                         xe[a * K + b] = T[a, b] + la[a] + lb[b]
                 t = eps * c_edge[e]
-                val = _soft(xe, K * K, t)
-                total += val
                 if want_beliefs:
-                    _belief(xe, K * K, t, val, edge_beliefs[e].ravel())
+                    total += _soft_belief(xe, K * K, t, edge_beliefs[e].ravel())
+                else:
+                    total += _soft(xe, K * K, t)
             if want_beliefs and eps > 0.0:
                 # a node whose term is a plain max (c_v = 0: the leaves of a
                 # Bethe tree) has a belief only up to its ties, and at
@@ -214,4 +236,104 @@ def pd_objective(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_s
                                 else:
                                     node_beliefs[v, b] += B[a, b]
                         break
+            terms[s] = total
+
+
+@jit
+def _node_belief(v, x, K, t, eps, c_node, c_edge, adj_offsets, adj_edge, adj_side, pairwise,
+                 pw_index, lam, out, xe, be):
+    """Node ``v``'s term (returned) and belief (``out``), with the belief of a
+    ``c_v = 0`` node taken from its first smooth edge (see pd_objective)."""
+    val = _soft_belief(x, K, t, out)
+    if eps > 0.0 and c_node[v] == 0.0:
+        for p in range(adj_offsets[v], adj_offsets[v + 1]):
+            e = adj_edge[p]
+            if c_edge[e] == 0.0:
+                continue
+            T = pairwise[pw_index[e]]
+            la = lam[2 * e]
+            lb = lam[2 * e + 1]
+            for a in range(K):
+                for b in range(K):
+                    xe[a * K + b] = T[a, b] + la[a] + lb[b]
+            _soft_belief(xe, K * K, eps * c_edge[e], be)
+            for k in range(K):
+                out[k] = 0.0
+            for a in range(K):
+                for b in range(K):
+                    if adj_side[p] == 0:
+                        out[a] += be[a * K + b]
+                    else:
+                        out[b] += be[a * K + b]
+            break
+    return val
+
+
+@pjit
+def pd_gradient(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_side, theta_v,
+                pairwise, pw_index, c_node, c_edge, eps, lam, y, xdata, xind, xptr, xrow, xoff,
+                cmap, csign, tied, edata, eind, eptr, chunks, terms, gW_parts, gP_parts):
+    """Objective terms and the data part of the gradient, fused.
+
+    Like :func:`pd_objective` with beliefs, but instead of storing the
+    beliefs it accumulates ``sum_v x_v (x) (b_v - e_{y_v})`` (through the
+    class-to-column map ``cmap``/``csign``) into ``gW_parts[c]`` (F, Kp) and
+    ``sum_e ef_e (x) (b_e - e_{y_e})`` (or, ``tied``, per table
+    ``pw_index[e]``) into ``gP_parts[c]`` (EF, K, K), one slice per chunk of
+    samples, so that no (N, K) or (E, K, K) array is written.
+    """
+    K = theta_v.shape[1]
+    for c in prange(chunks.shape[0] - 1):
+        x = np.empty(K)
+        b = np.empty(K)
+        xe = np.empty(K * K)
+        be = np.empty(K * K)
+        be2 = np.empty(K * K)
+        gW = gW_parts[c]
+        gP = gP_parts[c]
+        gW[:] = 0.0
+        gP[:] = 0.0
+        for s in range(chunks[c], chunks[c + 1]):
+            total = 0.0
+            for v in range(node_offsets[s], node_offsets[s + 1]):
+                for k in range(K):
+                    x[k] = theta_v[v, k]
+                for p in range(adj_offsets[v], adj_offsets[v + 1]):
+                    row = lam[2 * adj_edge[p] + adj_side[p]]
+                    for k in range(K):
+                        x[k] -= row[k]
+                total += _node_belief(v, x, K, eps * c_node[v], eps, c_node, c_edge,
+                                      adj_offsets, adj_edge, adj_side, pairwise, pw_index, lam,
+                                      b, xe, be2)
+                if y[v] >= 0:
+                    b[y[v]] -= 1.0
+                o = xoff[v]
+                r = xrow[v]
+                for p in range(xptr[r], xptr[r + 1]):
+                    g = gW[xind[p] + o]
+                    xv = xdata[p]
+                    for k in range(K):
+                        g[cmap[k]] += csign[k] * xv * b[k]
+            for e in range(edge_offsets[s], edge_offsets[s + 1]):
+                T = pairwise[pw_index[e]]
+                la = lam[2 * e]
+                lb = lam[2 * e + 1]
+                for a in range(K):
+                    for bb in range(K):
+                        xe[a * K + bb] = T[a, bb] + la[a] + lb[bb]
+                total += _soft_belief(xe, K * K, eps * c_edge[e], be)
+                ya = y[edges[e, 0]]
+                yb = y[edges[e, 1]]
+                if ya >= 0 and yb >= 0:
+                    be[ya * K + yb] -= 1.0
+                if tied:
+                    g = gP[pw_index[e]].ravel()
+                    for q in range(K * K):
+                        g[q] += be[q]
+                else:
+                    for p in range(eptr[e], eptr[e + 1]):
+                        g = gP[eind[p]].ravel()
+                        ev = edata[p]
+                        for q in range(K * K):
+                            g[q] += ev * be[q]
             terms[s] = total

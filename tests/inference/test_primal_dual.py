@@ -42,7 +42,8 @@ class Problem:
     def sweep(self, k=1):
         off, ae, _, side = self.adj
         pd_sweeps(self.node_offsets, off, ae, side, self.unary, self.tables, self.pw,
-                  self.c_node, self.c_edge, self.eps, self.lam, k, self.max_degree, self.chunks)
+                  self.c_node, self.c_edge, self.eps, self.lam, k, 0, self.max_degree,
+                  self.chunks)
 
     def objective(self, unary=None, tables=None):
         unary = self.unary if unary is None else unary
