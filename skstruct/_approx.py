@@ -83,7 +83,8 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         First trial step of the gradient direction's line search (``None``:
         one over the norm of the first gradient); each later search starts
         from the last accepted step, grown by half when it was accepted at the
-        first trial.  L-BFGS steps start at 1.
+        first trial.  L-BFGS searches start at twice the last accepted L-BFGS
+        step, at most 1.
     warm_start : bool, default=False
         Continue from the previous fit's parameters and messages (same data).
     n_jobs : int or None, default=None
@@ -301,7 +302,10 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         if slope == 0.0:
             return value
         if quasi_newton:
-            eta = 1.0
+            # L-BFGS's natural step is 1; where the messages still move a lot
+            # between iterations it is often too long, so start from twice the
+            # last accepted one
+            eta = min(1.0, 2.0 * st.get("qn_step", 1.0))
         else:
             eta = st["step"] if st["step"] is not None else 1.0 / np.sqrt(-slope)
         dW = d[:nW].reshape(gW.shape)
@@ -320,7 +324,9 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
             trial = ctx.value(W, P, lam)
             if trial <= value + 1e-4 * eta * slope:
                 st["W"], st["P"], st["lam"] = W, P, lam
-                if not quasi_newton:
+                if quasi_newton:
+                    st["qn_step"] = eta
+                else:
                     # grow the next trial only after a first-try success: each
                     # rejected trial costs a pass over the data
                     st["step"] = 1.5 * eta if first else eta
