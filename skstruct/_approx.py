@@ -47,7 +47,8 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         ``|theta|^(p-1) sign(theta)``.
     C : float, default=1.0
         Weight of the data term.
-    counting_numbers : {"bethe", "convex", "trw"} or (float, float), default="bethe"
+    counting_numbers : {"bethe", "convex", "trw"}, (float, float) or callable, \
+            default="bethe"
         Entropy approximation.  ``"bethe"``: ``c_edge = 1``, ``c_node = 1 -
         degree`` (exact on trees; non-convex on loopy graphs).
         ``"convex"``: ``c_edge = c_node = 1`` (every counting number positive,
@@ -56,8 +57,12 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         a connected component ``(n_nodes - 1) / n_edges`` (the uniform
         spanning-tree value for edge-transitive graphs such as grids and cycles;
         1 on trees, where it is Bethe) and ``c_node = 1 - sum`` of those of its
-        edges.  A pair ``(c_node, c_edge)`` sets them to constants;
-        ``c_node + degree * c_edge`` must be positive.
+        edges.  A pair ``(c_node, c_edge)`` sets them to constants; a callable
+        ``f(n_nodes, edges) -> (c_node (n_nodes,), c_edge (n_edges,))`` gives
+        explicit per-node and per-edge values for each sample (``edges`` in the
+        sample's own node numbering), for training and prediction alike.
+        ``c_node + sum`` of the node's ``c_edge`` must be positive at every
+        node with an edge.
     loss : {"hamming"} or None, default="hamming"
         The loss added to the node potentials (loss-augmented soft-max, as in
         the paper); ``None`` gives the plain (approximate) likelihood.
@@ -157,10 +162,10 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
             if cn not in _COUNTING:
                 raise ValueError(f"counting_numbers must be one of {_COUNTING} or a pair "
                                  f"(c_node, c_edge), got {cn!r}")
-        elif not (isinstance(cn, tuple) and len(cn) == 2 and all(
+        elif not callable(cn) and not (isinstance(cn, tuple) and len(cn) == 2 and all(
                 isinstance(c, numbers.Real) and np.isfinite(c) for c in cn)):
-            raise ValueError(f"counting_numbers must be one of {_COUNTING} or a pair of "
-                             f"numbers (c_node, c_edge), got {cn!r}")
+            raise ValueError(f"counting_numbers must be one of {_COUNTING}, a pair of "
+                             f"numbers (c_node, c_edge) or a callable, got {cn!r}")
 
     # -------------------------------------------------------------- structure
     def _counting(self, design):
@@ -185,6 +190,22 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
             rho = (n_comp[comp[edges[:, 0]]] - 1.0) / np.maximum(m_comp[comp[edges[:, 0]]], 1)
             c_edge = rho
             c_node = 1.0 - np.bincount(edges.ravel(), weights=np.repeat(rho, 2), minlength=N)
+        elif callable(cn):
+            c_node, c_edge = np.empty(N), np.empty(E)
+            no, eo = b.node_offsets, b.edge_offsets
+            for s in range(b.n_samples):
+                local = edges[eo[s]:eo[s + 1]] - no[s]
+                cv, ce = cn(int(no[s + 1] - no[s]), local)
+                cv = np.asarray(cv, dtype=np.float64)
+                ce = np.asarray(ce, dtype=np.float64)
+                if cv.shape != (no[s + 1] - no[s],) or ce.shape != (eo[s + 1] - eo[s],) \
+                        or not (np.all(np.isfinite(cv)) and np.all(np.isfinite(ce))):
+                    raise ValueError(f"counting_numbers: for sample {s} the callable must "
+                                     f"return finite arrays of shapes ({no[s + 1] - no[s]},) "
+                                     f"and ({eo[s + 1] - eo[s]},), got {cv.shape} and "
+                                     f"{ce.shape}")
+                c_node[no[s]:no[s + 1]] = cv
+                c_edge[eo[s]:eo[s + 1]] = ce
         else:
             c_node, c_edge = np.full(N, float(cn[0])), np.full(E, float(cn[1]))
         chat = c_node + np.bincount(edges.ravel(), weights=np.repeat(c_edge, 2), minlength=N)
@@ -471,7 +492,22 @@ class _Context:
         return (np.sum(np.abs(W) ** p) + np.sum(np.abs(P) ** p)) / p
 
     def value(self, W, P, lam):
-        truth, terms, _, _ = self._terms(W, P, lam, False)
+        from .solvers._potentials import fused_value
+
+        if self._cache is not None and self._cache[0] is W and self._cache[1] is P:
+            truth, terms, _, _ = self._terms(W, P, lam, False)
+        else:
+            # new weights (a line-search trial): one fused pass, no big arrays
+            D = self.D
+            b = self.design.batch
+            off, ae, _, side = self.adj
+            terms = np.zeros(b.n_samples)
+            parts = np.zeros(self.chunks.shape[0] - 1)
+            fused_value(b.node_offsets, b.edge_offsets, b.edges, off, ae, side, D[3], D[4], D[5],
+                        D[25], D[26], np.ascontiguousarray(W), D[13], D[14], bool(D[9]), D[10],
+                        D[6], D[7], D[8], np.ascontiguousarray(P), D[11], D[12], self.loss,
+                        self.c_node, self.c_edge, self.eps, lam, self.chunks, terms, parts)
+            truth = float(parts.sum())
         return self._reg(W, P) + self.est.C * (float(terms.sum()) - truth)
 
     def beliefs(self, W, P, lam):

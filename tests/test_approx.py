@@ -300,3 +300,62 @@ def test_warm_start_continues_and_class_weight_changes_the_objective():
     assert b.history_["objective"][-1] != pytest.approx(first)
     with pytest.raises(ValueError, match="epsilon > 0"):
         ApproxStructuredPredictor(epsilon=0.0, max_iter=2).fit(X, y).predict_marginals(X)
+
+
+def test_pipeline_with_node_transformer(letters_small):
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skstruct.preprocessing import NodeTransformer
+
+    Xtr, ytr, Xte, yte = letters_small
+    pipe = Pipeline([("scale", NodeTransformer(StandardScaler())),
+                     ("crf", ApproxStructuredPredictor(max_iter=15))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pipe.fit(Xtr[:40], ytr[:40])
+        assert 0.3 < pipe.score(Xte[:40], yte[:40]) <= 1.0
+
+
+def test_explicit_counting_numbers_per_node_and_edge():
+    X, y = graphs(seed=10)
+
+    def bethe(n, edges):
+        deg = np.bincount(edges.ravel(), minlength=n)
+        return 1.0 - deg, np.ones(len(edges))
+
+    a = ApproxStructuredPredictor(counting_numbers=bethe, max_iter=5, tol=0.0).fit(X, y)
+    b = ApproxStructuredPredictor(counting_numbers="bethe", max_iter=5, tol=0.0).fit(X, y)
+    np.testing.assert_allclose(a.coef_, b.coef_)
+    with pytest.raises(ValueError, match="sample 0"):
+        ApproxStructuredPredictor(counting_numbers=lambda n, e: (np.ones(n + 1), np.ones(len(e))),
+                                  max_iter=1).fit(X, y)
+
+
+@pytest.mark.parametrize("case", ["chains", "graphs", "edge_features", "multilabel"])
+@pytest.mark.parametrize("loss", ["hamming", None])
+def test_fused_trial_value_equals_the_two_pass_value(case, loss):
+    from skstruct.datasets import load_scene, make_binary_denoising
+
+    if case == "chains":
+        X, y = chains(seed=11)
+        model = ChainModel(bias=True)
+    elif case == "graphs":
+        X, y = graphs(seed=11)
+        model = GraphModel()
+    elif case == "edge_features":
+        d = make_binary_denoising(2, 12, random_state=0)
+        X, y = d.X, d.y
+        model = GraphModel()
+    else:
+        d = load_scene()
+        X, y = d.X_train[:40], d.y_train[:40]
+        model = MultiLabelModel(edges="tree")
+    est = ApproxStructuredPredictor(epsilon=0.7, counting_numbers="trw", loss=loss, model=model)
+    ctx, design, W, P = context(est, X, y, theta_scale=0.2)
+    lam = np.random.default_rng(2).normal(size=(2 * design.batch.n_edges, design.n_classes))
+    ctx._theta(W, P)  # cached: value() takes the two-pass route
+    two_pass = ctx.value(W, P, lam)
+    fused = ctx.value(W.copy(), P.copy(), lam)
+    assert fused == pytest.approx(two_pass, rel=1e-12)
+    assert ctx.value_and_grad(W, P, lam)[0] == pytest.approx(two_pass, rel=1e-12)

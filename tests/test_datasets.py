@@ -190,3 +190,22 @@ def test_conll2000_train_counts():
     assert len(d.tokens) == 8936
     assert sum(len(y) for y in d.y) == 211727
     assert d.tokens[0][0].tolist() == ["Confidence", "NN"] and d.y[0][0] == "B-NP"
+
+
+def test_binary_denoising_grids():
+    from skstruct.datasets import grid_edges, make_binary_denoising
+
+    e = grid_edges(3, 4)
+    assert e.shape == (3 * 3 + 2 * 4, 2)
+    assert set(map(tuple, e.tolist())) >= {(0, 1), (0, 4), (10, 11), (7, 11)}
+    d = make_binary_denoising(3, 20, noise=0.5, random_state=0)
+    again = make_binary_denoising(3, 20, noise=0.5, random_state=0)
+    assert len(d.X) == len(d.y) == 3
+    nodes, edges, ef = d.X[0]
+    assert nodes.shape == (400, 2) and edges.shape == (2 * 19 * 20, 2) and ef.shape == (760, 2)
+    assert set(np.unique(d.y[0])) == {0, 1}
+    # binarised at the median: both labels common
+    assert 0.3 < d.y[0].mean() < 0.7
+    np.testing.assert_array_equal(nodes[:, 0], d.noisy[0].ravel())
+    np.testing.assert_array_equal(again.X[1][0], d.X[1][0])
+    assert np.all((ef[:, 1] > 0) & (ef[:, 1] <= 1))

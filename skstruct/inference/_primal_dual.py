@@ -44,8 +44,22 @@ from ._jit import jit, pjit
 
 
 @jit
+def _soft2(a, b, t):
+    """``_soft`` of two values: one exponential and one ``log1p``."""
+    if t == 0.0:
+        return max(a, b)
+    if t > 0.0:
+        m = max(a, b)
+        return m + t * np.log1p(np.exp(-abs(a - b) / t))
+    m = min(a, b)
+    return m + t * np.log1p(np.exp(abs(a - b) / t))
+
+
+@jit
 def _soft(x, n, t):
     """``t log sum_i exp(x[i] / t)`` over ``x[:n]``; the max when ``t == 0``."""
+    if n == 2:
+        return _soft2(x[0], x[1], t)
     m = x[0]
     if t >= 0.0:
         for i in range(1, n):

@@ -4,6 +4,7 @@ import numpy as np
 from numba import prange
 
 from ..inference._jit import pjit
+from ..inference._primal_dual import _soft
 from ._oracle import edge_tables, unary_scores
 
 
@@ -49,3 +50,71 @@ def potentials(node_offsets, edge_offsets, edges, xdata, xind, xptr, xrow, xoff,
 def empty_tables(K):
     """A placeholder for ``PE`` when the design is tied."""
     return np.zeros((1, K, K))
+
+
+@pjit
+def fused_value(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_side, xdata, xind,
+                xptr, xrow, xoff, W, cmap, csign, tied, pwi, edata, eind, eptr, P, y, lw, loss,
+                c_node, c_edge, eps, lam, chunks, terms, truth):
+    """:func:`potentials` and :func:`~skstruct.inference._primal_dual.pd_objective`
+    (without beliefs) in one pass: the objective terms per sample and the
+    true labelling's score per chunk, with no (N, K) or (E, K, K) array
+    written.  For the line search, which evaluates many trial weights once
+    each."""
+    K = P.shape[1]
+    Kp = W.shape[1]
+    for c in prange(chunks.shape[0] - 1):
+        acc = np.empty(Kp)
+        x = np.empty(K)
+        xe = np.empty(K * K)
+        T = np.empty((K, K))
+        t_truth = 0.0
+        for s in range(chunks[c], chunks[c + 1]):
+            total = 0.0
+            for v in range(node_offsets[s], node_offsets[s + 1]):
+                for q in range(Kp):
+                    acc[q] = 0.0
+                o = xoff[v]
+                r = xrow[v]
+                for p in range(xptr[r], xptr[r + 1]):
+                    xv = xdata[p]
+                    row = W[xind[p] + o]
+                    for q in range(Kp):
+                        acc[q] += xv * row[q]
+                yv = y[v]
+                for k in range(K):
+                    x[k] = csign[k] * acc[cmap[k]]
+                if yv >= 0:
+                    t_truth += x[yv]
+                if loss:
+                    for k in range(K):
+                        if k != yv:
+                            x[k] += lw[v]
+                for p in range(adj_offsets[v], adj_offsets[v + 1]):
+                    mrow = lam[2 * adj_edge[p] + adj_side[p]]
+                    for k in range(K):
+                        x[k] -= mrow[k]
+                total += _soft(x, K, eps * c_node[v])
+            for e in range(edge_offsets[s], edge_offsets[s + 1]):
+                if tied:
+                    T[:, :] = P[pwi[e]]
+                else:
+                    T[:, :] = 0.0
+                    for p in range(eptr[e], eptr[e + 1]):
+                        ev = edata[p]
+                        Tf = P[eind[p]]
+                        for a in range(K):
+                            for b in range(K):
+                                T[a, b] += ev * Tf[a, b]
+                ya = y[edges[e, 0]]
+                yb = y[edges[e, 1]]
+                if ya >= 0 and yb >= 0:
+                    t_truth += T[ya, yb]
+                la = lam[2 * e]
+                lb = lam[2 * e + 1]
+                for a in range(K):
+                    for b in range(K):
+                        xe[a * K + b] = T[a, b] + la[a] + lb[b]
+                total += _soft(xe, K * K, eps * c_edge[e])
+            terms[s] = total
+        truth[c] = t_truth

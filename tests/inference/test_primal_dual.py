@@ -61,9 +61,10 @@ class Problem:
 
 @pytest.mark.parametrize("kind", ["index_chain", "chain", "tree", "forest"])
 @pytest.mark.parametrize("seed", range(4))
-def test_bethe_at_eps_1_is_the_log_partition_on_trees(kind, seed):
+@pytest.mark.parametrize("K", [2, 3])
+def test_bethe_at_eps_1_is_the_log_partition_on_trees(kind, seed, K):
     rng = np.random.default_rng(seed)
-    n, edges, unary, tables = _sample(rng, kind, 3)
+    n, edges, unary, tables = _sample(rng, kind, K)
     pb = Problem(n, edges, unary, tables, *_counting(n, edges, "bethe"), 1.0)
     pb.sweep(30)
     value, nb, eb = pb.objective()
