@@ -359,3 +359,21 @@ def test_fused_trial_value_equals_the_two_pass_value(case, loss):
     fused = ctx.value(W.copy(), P.copy(), lam)
     assert fused == pytest.approx(two_pass, rel=1e-12)
     assert ctx.value_and_grad(W, P, lam)[0] == pytest.approx(two_pass, rel=1e-12)
+
+
+def test_eps_0_matches_structured_svm_reported_primal():
+    """At StructuredSVM's weights, epsilon = 0 gives the primal StructuredSVM reports."""
+    from skstruct import StructuredSVM
+
+    X, y = chains(seed=12)
+    C = 0.8
+    svm = StructuredSVM(C=C, max_iter=30, check_every=30, random_state=0,
+                        model=ChainModel()).fit(X, y)
+    primal_C = svm.history_["primal"][-1] * C * len(X)  # lambda form -> C form
+    est = ApproxStructuredPredictor(epsilon=0.0, counting_numbers="convex", C=C,
+                                    model=ChainModel())
+    ctx, design, _, _ = context(est, X, y)
+    W, P = svm._weights()
+    lam = np.zeros((2 * design.batch.n_edges, design.n_classes))
+    ctx.sweep(W, P, lam, 60)
+    assert ctx.value(W, P, lam) == pytest.approx(primal_C, rel=1e-9)
