@@ -15,7 +15,8 @@ temperatures: ``epsilon = 1`` (a CRF under a convex entropy approximation),
 held-out image (clean, noisy, the per-pixel threshold, and the three
 predictions) and the objective of each run against the iteration.
 
-Run: ``python examples/plot_denoising.py [output_dir]``.
+Run: ``python examples/plot_denoising.py [output_dir]`` (needs matplotlib and Pillow: the
+``examples`` and ``images`` extras).
 """
 
 import sys

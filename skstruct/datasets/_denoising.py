@@ -21,7 +21,8 @@ def make_binary_denoising(n_images=100, size=100, noise=1.0, random_state=None):
     grey levels, binarised at the crop's median (so both labels are common)
     and observed through additive Gaussian noise of standard deviation
     ``noise``: the observation of a pixel is its label plus noise, as in
-    Hazan & Urtasun's denoising experiment.
+    Hazan & Urtasun's denoising experiment.  Reading the photographs needs
+    Pillow (the ``images`` extra), which is not a dependency of skstruct.
 
     Parameters
     ----------
@@ -44,6 +45,12 @@ def make_binary_denoising(n_images=100, size=100, noise=1.0, random_state=None):
         y : list of int arrays (size**2,), the clean labels.
         clean, noisy : arrays (n_images, size, size).
     """
+    try:
+        import PIL  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("make_binary_denoising reads scikit-learn's sample photographs, "
+                          "which needs Pillow: pip install 'skstruct[images]' (or pillow)"
+                          ) from exc
     from sklearn.datasets import load_sample_images
 
     rng = check_random_state(random_state)
