@@ -209,3 +209,13 @@ def test_binary_denoising_grids():
     np.testing.assert_array_equal(nodes[:, 0], d.noisy[0].ravel())
     np.testing.assert_array_equal(again.X[1][0], d.X[1][0])
     assert np.all((ef[:, 1] > 0) & (ef[:, 1] <= 1))
+
+
+def test_binary_denoising_without_pillow_says_what_to_install(monkeypatch):
+    import sys
+
+    from skstruct.datasets import make_binary_denoising
+
+    monkeypatch.setitem(sys.modules, "PIL", None)
+    with pytest.raises(ImportError, match="Pillow"):
+        make_binary_denoising(1, 10)
