@@ -355,7 +355,11 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
                 st["s_prev"] = eta * d
                 return trial
             first = False
-            eta *= 0.5
+            # the minimiser of the quadratic through value, slope and trial,
+            # kept within [0.1, 0.5] of the step (halving when it is no help)
+            denom = 2.0 * (trial - value - eta * slope)
+            shrink = -slope * eta / denom if denom > 0.0 and np.isfinite(trial) else 0.5
+            eta *= min(max(shrink, 0.1), 0.5)
         # no decrease along the direction: keep theta, forget the curvature
         st["pairs"].clear()
         if not quasi_newton:
