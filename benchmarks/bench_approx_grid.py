@@ -23,6 +23,7 @@ import sys
 import time
 
 import numpy as np
+from _doc import write_section
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -93,19 +94,10 @@ def main():
 
 
 def write_doc(table):
-    path = os.path.join(ROOT, "doc", "benchmarks.md")
-    start = "<!-- bench_approx_grid:start -->"
-    end = "<!-- bench_approx_grid:end -->"
-    body = "\n".join([start, "## ApproxStructuredPredictor at scale", "",
-                      "Measured by `python benchmarks/bench_approx_grid.py --write-doc` on the "
-                      "2-core machine (numba compilation excluded).", "", table, end])
-    text = open(path).read()
-    if start in text:
-        text = text[:text.index(start)] + body + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip() + "\n\n" + body + "\n"
-    with open(path, "w") as f:
-        f.write(text)
+    write_section("bench_approx_grid", [
+        "## ApproxStructuredPredictor at scale", "",
+        "Measured by `python benchmarks/bench_approx_grid.py --write-doc` on the 2-core machine "
+        "(numba compilation excluded).", "", table])
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ import sys
 import time
 
 import numpy as np
+from _doc import DOC, write_section
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -347,9 +348,6 @@ def table(C, ref, res, C_small, ssvm, small, target, small_budget):
 
 
 def write_doc(text, path=None):
-    path = path or os.path.join(ROOT, "doc", "benchmarks.md")
-    start = "<!-- bench_approx_ocr:start -->"
-    end = "<!-- bench_approx_ocr:end -->"
     head = [
         f"## ApproxStructuredPredictor on OCR ({datetime.date.today().isoformat()})",
         "",
@@ -358,14 +356,7 @@ def write_doc(text, path=None):
         "letter accuracy. Training times exclude numba compilation.",
         "",
     ]
-    body = "\n".join([start, *head, text, end])
-    content = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    if start in content:
-        content = content[:content.index(start)] + body + content[content.index(end) + len(end):]
-    else:
-        content = content.rstrip() + "\n\n" + body + "\n"
-    with open(path, "w") as f:
-        f.write(content)
+    write_section("bench_approx_ocr", [*head, text], path or DOC)
 
 
 def parse_small(spec):

@@ -24,6 +24,7 @@ import sys
 import tempfile
 
 import numpy as np
+from _doc import write_section
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -293,9 +294,6 @@ def plot(name, ps, sk, path):
 
 
 def write_doc(sections):
-    path = os.path.join(ROOT, "doc", "benchmarks.md")
-    start = "<!-- bench_pystruct:start -->"
-    end = "<!-- bench_pystruct:end -->"
     notes = [
         "Measured by `python benchmarks/bench_pystruct.py --write-doc` on the 2-core machine, "
         "both libraries in the same run on the same arrays (pystruct 0.3.2 in its Python 3.6 "
@@ -315,15 +313,8 @@ def write_doc(sections):
         "fit itself adds.",
         "",
     ]
-    body = "\n".join([start, "## StructuredSVM against pystruct", "", *notes, *sections,
-                      end])
-    text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    if start in text:
-        text = text[:text.index(start)] + body + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip() + "\n\n" + body + "\n"
-    with open(path, "w") as f:
-        f.write(text)
+    write_section("bench_pystruct", ["## StructuredSVM against pystruct", "", *notes,
+                                     *sections])
 
 
 def main():

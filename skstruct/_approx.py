@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import StructuredEstimatorMixin, loss_weights, resolve_model
+from ._base import StructuredEstimatorMixin, check_number, loss_weights, resolve_model
 from .inference._api import _n_chunks, n_threads
 
 _COUNTING = ("bethe", "convex", "trw")
@@ -137,22 +137,14 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
-        def number(name, low, strict, integer=False):
-            v = getattr(self, name)
-            kind = numbers.Integral if integer else numbers.Real
-            if isinstance(v, bool) or not isinstance(v, kind) or not np.isfinite(v) or (
-                    v <= low if strict else v < low):
-                raise ValueError(f"{name} must be {'an integer' if integer else 'a number'} "
-                                 f"{'>' if strict else '>='} {low}, got {v!r}")
-
-        number("epsilon", 0, False)
-        number("p", 1, True)
-        number("C", 0, True)
-        number("max_iter", 0, True, integer=True)
-        number("message_passes", 0, True, integer=True)
-        number("tol", 0, False)
+        check_number(self, "epsilon", 0, False)
+        check_number(self, "p", 1)
+        check_number(self, "C")
+        check_number(self, "max_iter", integer=True)
+        check_number(self, "message_passes", integer=True)
+        check_number(self, "tol", 0, False)
         if self.step_size is not None:
-            number("step_size", 0, True)
+            check_number(self, "step_size")
         if self.direction not in ("lbfgs", "gradient"):
             raise ValueError(f"direction must be 'lbfgs' or 'gradient', got {self.direction!r}")
         if self.loss not in ("hamming", None):

@@ -23,6 +23,18 @@ def resolve_model(model, X, y):
     return clone(model).fit(X, y)
 
 
+def check_number(est, name, low=0, strict=True, integer=False):
+    """Raise a ``ValueError`` naming parameter ``name`` of ``est`` unless it is a
+    finite number (an integer if ``integer``; never a bool) above ``low``
+    (or equal to it when not ``strict``)."""
+    v = getattr(est, name)
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(v, bool) or not isinstance(v, kind) or not np.isfinite(v) or (
+            v <= low if strict else v < low):
+        raise ValueError(f"{name} must be {'an integer' if integer else 'a number'} "
+                         f"{'>' if strict else '>='} {low}, got {v!r}")
+
+
 def loss_weights(class_weight, classes, codes):
     """Hamming weight of each true class, in the order of ``classes``."""
     K = classes.shape[0]

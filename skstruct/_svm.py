@@ -1,13 +1,12 @@
 """The structured SVM estimator."""
 
-import numbers
 import time
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
-from ._base import StructuredEstimatorMixin, loss_weights, resolve_model
+from ._base import StructuredEstimatorMixin, check_number, loss_weights, resolve_model
 from .inference._api import _n_chunks, n_threads
 
 _SOLVERS = ("bcfw", "subgradient")
@@ -143,22 +142,13 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
-        def positive(name, integer=False, allow_zero=False):
-            v = getattr(self, name)
-            kind = numbers.Integral if integer else numbers.Real
-            if isinstance(v, bool) or not isinstance(v, kind) or not np.isfinite(v) or (
-                    v < 0 if allow_zero else v <= 0):
-                what = "an integer" if integer else "a number"
-                raise ValueError(f"{name} must be {what} {'>=' if allow_zero else '>'} 0, "
-                                 f"got {v!r}")
-
-        positive("C")
-        positive("max_iter", integer=True)
-        positive("tol", allow_zero=True)
-        positive("batch_size", integer=True)
-        positive("inference_iter", integer=True)
+        check_number(self, "C")
+        check_number(self, "max_iter", integer=True)
+        check_number(self, "tol", strict=False)
+        check_number(self, "batch_size", integer=True)
+        check_number(self, "inference_iter", integer=True)
         if self.check_every is not None:
-            positive("check_every", integer=True, allow_zero=True)
+            check_number(self, "check_every", strict=False, integer=True)
         for name, allowed in (("solver", _SOLVERS), ("surrogate", _SURROGATES),
                               ("sample_order", _ORDERS), ("loss", _LOSSES)):
             if getattr(self, name) not in allowed:

@@ -47,11 +47,6 @@ def potentials(node_offsets, edge_offsets, edges, xdata, xind, xptr, xrow, xoff,
         truth[c] = total
 
 
-def empty_tables(K):
-    """A placeholder for ``PE`` when the design is tied."""
-    return np.zeros((1, K, K))
-
-
 @pjit
 def fused_value(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_side, xdata, xind,
                 xptr, xrow, xoff, W, cmap, csign, tied, pwi, edata, eind, eptr, P, y, lw, loss,
