@@ -8,8 +8,12 @@ import importlib
 
 __version__ = "0.1.0.dev0"
 
-_SUBMODULES = ("datasets", "inference", "metrics", "models", "preprocessing", "solvers")
-_ESTIMATORS = {"ApproxStructuredPredictor": "._approx", "StructuredSVM": "._svm"}
+_SUBMODULES = ("datasets", "energies", "inference", "metrics", "models", "preprocessing", "solvers")
+_ESTIMATORS = {
+    "ApproxStructuredPredictor": "._approx",
+    "NonLocalCRF": "._nonlocal",
+    "StructuredSVM": "._svm",
+}
 
 __all__ = ["__version__", *_SUBMODULES, *_ESTIMATORS]
 

@@ -4,7 +4,8 @@ Single graphs: :func:`viterbi`, :func:`forward_backward`, :func:`map_inference`,
 :func:`marginal_inference`, :func:`max_marginals`.  Whole packed batches in one
 compiled call each: :class:`GraphBatch` with :func:`map_batch` (including
 loss-augmented decoding), :func:`marginals_batch` and
-:func:`max_marginals_batch`.  Nothing is compiled at import; each kernel
+:func:`max_marginals_batch`; marginal inference with a non-local energy
+on the marginals, :func:`bethe_project`.  Nothing is compiled at import; each kernel
 compiles on first use and is cached on disk.
 """
 
@@ -25,9 +26,13 @@ from ._api import (
     viterbi,
 )
 from ._batch import GraphBatch
+from ._bethe import BetheProjection, bethe_entropy, bethe_project
 
 __all__ = [
+    "BetheProjection",
     "GraphBatch",
+    "bethe_entropy",
+    "bethe_project",
     "chain_edges",
     "check_edges",
     "check_pairwise",

@@ -1,0 +1,575 @@
+"""Vilnis et al.'s CRF with learned non-local energies (Bethe projections)."""
+
+import numbers
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ._base import StructuredEstimatorMixin, check_number, resolve_model
+from .inference._api import n_threads
+
+_SOLVERS = ("lbfgs", "sgd")
+_PSI = ("bias", "mean_map")
+_LEARNING = ("stochastic", "alternating")
+
+
+class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
+    """A chain or tree CRF plus a learned non-local energy on its marginals.
+
+    Vilnis, Belanger, Sheldon & McCallum, "Bethe Projections for Non-Local
+    Inference" (UAI 2015).  Inference solves
+
+        mu* = argmin_{mu in M}  -<theta(x), mu> - H_B(mu) + L_psi(x)(mu)
+
+    by Bethe projections (:func:`skstruct.inference.bethe_project`: repeated
+    calls of the CRF's own forward-backward / tree sum-product oracle), and
+    :meth:`predict` returns the MAP labelling of the CRF with potentials
+    ``theta - grad L(mu*)`` (Proposition 1).
+
+    With ``energy=None`` this is a plain linear-chain (or tree) CRF trained by
+    maximum likelihood, a drop-in replacement for sklearn-crfsuite: it
+    accepts sparse node features (e.g. ``NodeTransformer(DictVectorizer())``
+    on the feature dicts of :func:`skstruct.datasets.conll_features`).
+
+    Training first fits the base CRF, then the energy's weights ``psi`` (and,
+    with ``fit_theta=True``, the CRF's weights again) on the surrogate
+    likelihood ``sum_i log Q(y_i; mu_i)`` of Section 7, where ``Q`` is the CRF
+    at ``theta - grad L_psi(mu_i)`` and ``mu_i`` the Bethe projection of
+    sample ``i``: by the doubly stochastic Algorithm 3 (``learning=
+    "stochastic"``: one projection and one gradient step per mini-batch) or
+    by Algorithm 2 (``"alternating"``: projections of every sample, then
+    L-BFGS on the surrogate with the ``mu_i`` fixed).
+
+    Parameters
+    ----------
+    model : "auto" or a model from :mod:`skstruct.models`, default="auto"
+        The joint feature map; ``"auto"`` is :class:`~skstruct.models.ChainModel`
+        for lists of arrays, :class:`~skstruct.models.GraphModel` for graph
+        tuples (every graph must be a tree or forest).
+    C : float, default=1.0
+        Inverse regularisation: the base CRF minimises ``C * sum_i -log
+        p(y_i | x_i) + ||w||^2 / 2``.  crfsuite's L-BFGS minimises ``-loglik
+        + c2 ||w||^2``, the same minimiser at ``C = 1 / (2 c2)``.
+    solver : {"lbfgs", "sgd"}, default="lbfgs"
+        Base CRF training: scipy's L-BFGS-B on the whole objective, or
+        AdaGrad steps on mini-batches of ``batch_size`` samples.
+    max_iter : int, default=100
+        L-BFGS iterations, or SGD epochs.
+    tol : float, default=1e-6
+        L-BFGS stops when the relative decrease of the objective falls below
+        ``tol`` (scipy's ``ftol``).
+    energy : energy from :mod:`skstruct.energies`, or None, default=None
+        The non-local energy (cloned and fitted on the training labels).
+    psi : {"bias", "mean_map"}, default="bias"
+        How the energy's weights depend on ``x``: one learned constant per
+        term, or a linear function (plus constant) of the mean over the
+        sample's nodes of ``n_components`` random Fourier features of the node
+        features (sklearn's :class:`~sklearn.kernel_approximation.RBFSampler`,
+        an approximate RBF kernel mean map).  Negative weights are clipped to 0
+        when used (the paper drops terms with negative weight).
+    n_components : int, default=1000
+        Random Fourier features for ``psi="mean_map"``.
+    gamma : float or "scale", default="scale"
+        RBF kernel width of the mean map; ``"scale"`` is ``1 / (n_features *
+        X.var())`` as in sklearn's SVC.
+    psi_init : float, default=1.0
+        Initial constant weight of every term.
+    inference : {"rda", "md", "accelerated"}, default="rda"
+        Bethe-RDA (Algorithm 1), Bethe-MD (Algorithm 4) or accelerated
+        Bethe-RDA (Algorithm 5, smooth energies only).
+    max_oracle_calls : int, default=20
+        Marginal-oracle calls per projection (the paper finds 5-10 enough).
+    inference_tol : float, default=1e-4
+        A projection stops when no node marginal moves by more than this.
+    step_size : float, default=1.0
+        Bethe-MD's ``eta``.
+    lipschitz : float, default=None
+        Lipschitz constant for the accelerated method (``None``: the energy's).
+    learning : {"stochastic", "alternating"}, default="stochastic"
+        Algorithm 3 or Algorithm 2.
+    energy_max_iter : int, default=5
+        Epochs of Algorithm 3, or outer (projection) iterations of Algorithm 2.
+    learning_rate : float, default=0.1
+        AdaGrad step of the stochastic algorithms (energy and SGD).
+    batch_size : int, default=64
+        Samples per stochastic step (1 is the paper's Algorithm 3 exactly).
+    fit_theta : bool, default=False
+        Also update the CRF weights while learning the energy.
+    C_energy : float, default=None
+        Inverse L2 regularisation of the energy's weights (``None``: ``C``).
+    n_jobs : int, default=None
+        Threads of the compiled kernels.
+    random_state : int, RandomState or None, default=None
+        Random Fourier features and sample order of the stochastic algorithms.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    model_ : fitted clone of ``model``
+    classes_ : ndarray
+    coef_ : ndarray
+        The CRF's weights, flat (node weights then edge tables).
+    unary_coef_ : ndarray (n_classes, n_features)
+    pairwise_coef_ : ndarray (n_edge_features, n_classes, n_classes)
+        (``(n_classes, n_classes)`` for one shared transition table).
+    energy_ : fitted clone of ``energy``, or None
+    psi_coef_ : ndarray (n_terms, n_psi_features) or None
+        Energy weights: column 0 the constant, then one per random feature.
+    mean_map_ : fitted RBFSampler or None
+    n_iter_ : int
+        Base CRF iterations (L-BFGS) or epochs (SGD).
+    history_ : dict of arrays
+        ``"objective"`` of the base CRF per iteration; with an energy also
+        ``"psi_mean"``, the mean weight over training samples per epoch / outer
+        iteration.
+    """
+
+    def __init__(self, model="auto", C=1.0, solver="lbfgs", max_iter=100, tol=1e-6,
+                 energy=None, psi="bias", n_components=1000, gamma="scale", psi_init=1.0,
+                 inference="rda", max_oracle_calls=20, inference_tol=1e-4, step_size=1.0,
+                 lipschitz=None, learning="stochastic", energy_max_iter=5, learning_rate=0.1,
+                 batch_size=64, fit_theta=False, C_energy=None, n_jobs=None, random_state=None,
+                 verbose=0):
+        self.model = model
+        self.C = C
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.energy = energy
+        self.psi = psi
+        self.n_components = n_components
+        self.gamma = gamma
+        self.psi_init = psi_init
+        self.inference = inference
+        self.max_oracle_calls = max_oracle_calls
+        self.inference_tol = inference_tol
+        self.step_size = step_size
+        self.lipschitz = lipschitz
+        self.learning = learning
+        self.energy_max_iter = energy_max_iter
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.fit_theta = fit_theta
+        self.C_energy = C_energy
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ validation
+    def _check_params(self):
+        from .energies import Energy
+        from .inference._bethe import METHODS
+
+        check_number(self, "C")
+        check_number(self, "max_iter", low=1, strict=False, integer=True)
+        check_number(self, "tol", strict=False)
+        check_number(self, "n_components", low=1, strict=False, integer=True)
+        check_number(self, "max_oracle_calls", low=1, strict=False, integer=True)
+        check_number(self, "inference_tol", strict=False)
+        check_number(self, "step_size")
+        check_number(self, "energy_max_iter", low=0, strict=False, integer=True)
+        check_number(self, "learning_rate")
+        check_number(self, "batch_size", low=1, strict=False, integer=True)
+        if self.solver not in _SOLVERS:
+            raise ValueError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
+        if self.psi not in _PSI:
+            raise ValueError(f"psi must be one of {_PSI}, got {self.psi!r}")
+        if self.learning not in _LEARNING:
+            raise ValueError(f"learning must be one of {_LEARNING}, got {self.learning!r}")
+        if self.inference not in METHODS:
+            raise ValueError(f"inference must be one of {METHODS}, got {self.inference!r}")
+        if self.energy is not None and not isinstance(self.energy, Energy):
+            raise ValueError("energy must be None or an energy from skstruct.energies, got "
+                             f"{type(self.energy).__name__}")
+        v = self.psi_init
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v):
+            raise ValueError(f"psi_init must be a finite number, got {v!r}")
+        if self.C_energy is not None:
+            check_number(self, "C_energy")
+        if not (self.gamma == "scale" or (isinstance(self.gamma, numbers.Real)
+                                          and not isinstance(self.gamma, bool)
+                                          and self.gamma > 0)):
+            raise ValueError(f"gamma must be 'scale' or a number > 0, got {self.gamma!r}")
+        if not isinstance(self.fit_theta, (bool, np.bool_)):
+            raise ValueError(f"fit_theta must be a bool, got {self.fit_theta!r}")
+
+    def _design(self, X, y=None):
+        design, packed = self.model_.design(X, y)
+        bad = np.flatnonzero(design.kind > 1)
+        if bad.size:
+            raise ValueError(f"sample {bad[0]} has a cycle: NonLocalCRF needs chains or trees "
+                             "(exact marginal inference)")
+        return design, packed
+
+    # ------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Fit the base CRF, then (with an energy) the energy's weights.
+
+        Parameters
+        ----------
+        X : list of samples (see :mod:`skstruct.models`), chains or trees.
+        y : list of label arrays.
+
+        Returns
+        -------
+        self
+        """
+        from .solvers._crf import CRFObjective, fit_lbfgs
+
+        self._check_params()
+        rng = check_random_state(self.random_state)
+        model = resolve_model(self.model, X, y)
+        self.model_ = model
+        self.classes_ = model.classes_
+        design, _ = self._design(X, y)
+        obj = CRFObjective(design, self.C)
+        n_w = obj.W_shape[0] * obj.W_shape[1]
+        w0 = np.zeros(n_w + int(np.prod(obj.P_shape)))
+        hist = {}
+        t0 = time.perf_counter()
+        with n_threads(self.n_jobs):
+            if self.solver == "lbfgs":
+                w, n_iter, h = fit_lbfgs(obj, w0, self.max_iter, self.tol, self.verbose)
+            else:
+                w, n_iter, h = self._fit_sgd(design, w0, rng)
+        hist["objective"] = h
+        self.fit_seconds_ = time.perf_counter() - t0
+        self._set_theta(obj, w)
+        self.n_iter_ = n_iter
+        self.energy_ = None
+        self.psi_coef_ = None
+        self.mean_map_ = None
+        if self.energy is not None:
+            with n_threads(self.n_jobs):
+                self._fit_energy(X, design, obj, rng, hist)
+        self.history_ = {k: np.asarray(v, np.float64) for k, v in hist.items()}
+        return self
+
+    def _set_theta(self, obj, w):
+        W, P = obj.split(w)
+        self._W, self._P = np.ascontiguousarray(W), np.ascontiguousarray(P)
+        self.coef_ = w.copy()
+        self.unary_coef_ = self.model_.unary_view(self._W)
+        self.pairwise_coef_ = self._P[0] if self._P.shape[0] == 1 else self._P
+
+    def _weights(self):
+        return self._W, self._P
+
+    def _blocks(self, design, rng):
+        """Sub-designs of ``batch_size`` samples, in a random fixed partition."""
+        S = design.batch.n_samples
+        perm = rng.permutation(S)
+        return [np.sort(perm[i:i + self.batch_size]) for i in range(0, S, self.batch_size)]
+
+    def _fit_sgd(self, design, w0, rng):
+        """AdaGrad on mini-batches of the base CRF objective."""
+        from .solvers._crf import CRFObjective
+
+        S = design.batch.n_samples
+        blocks = [CRFObjective(_subset(design, idx), self.C * S / idx.size)
+                  for idx in self._blocks(design, rng)]
+        full = CRFObjective(design, self.C)
+        w = w0.copy()
+        G = np.full_like(w, 1e-8)
+        hist = []
+        for epoch in range(self.max_iter):
+            for b in rng.permutation(len(blocks)):
+                _, g = blocks[b].value_grad(w)
+                G += g * g
+                w -= self.learning_rate * g / np.sqrt(G)
+            hist.append(full.value_grad(w)[0])
+            if self.verbose:
+                print(f"epoch {epoch + 1:4d}  objective {hist[-1]:.8g}", flush=True)
+        return w, self.max_iter, np.asarray(hist)
+
+    # ------------------------------------------------------------ the energy
+    def _psi_features(self, X, design, fitting):
+        """Per-sample features psi is linear in: a constant, then the mean map."""
+        b = design.batch
+        S = b.n_samples
+        if self.psi == "bias":
+            return np.ones((S, 1))
+        from sklearn.kernel_approximation import RBFSampler
+
+        from .energies import segment_sum
+
+        Xn = design.features
+        if fitting:
+            gamma = self.gamma
+            if gamma == "scale":
+                Xd = Xn if not hasattr(Xn, "toarray") else Xn
+                mean = np.asarray(Xd.mean(axis=0)).ravel()
+                sq = np.asarray(Xd.multiply(Xd).mean(axis=0)).ravel() if hasattr(
+                    Xd, "multiply") else (Xd ** 2).mean(axis=0)
+                var = float(np.mean(sq - mean ** 2)) if mean.size else 1.0
+                gamma = 1.0 / (Xn.shape[1] * var) if var > 0 else 1.0
+            self.mean_map_ = RBFSampler(gamma=gamma, n_components=self.n_components,
+                                        random_state=self._rff_seed).fit(Xn)
+        Z = self.mean_map_.transform(Xn)
+        lengths = np.maximum(b.lengths, 1)
+        M = segment_sum(Z, b.node_offsets) / lengths[:, None]
+        return np.hstack([np.ones((S, 1)), M])
+
+    def _psi(self, V, Phi):
+        return np.maximum(Phi @ V.T, 0.0)
+
+    def _project(self, obj, W, P, psi, edges=False):
+        """Bethe projection of every sample of ``obj``'s design."""
+        from .inference import bethe_project
+
+        theta_v, tables, pwi = obj.potentials(W, P)
+        return bethe_project(theta_v, tables, self.energy_, batch=obj.design.batch,
+                             pw_index=pwi, psi=psi, method=self.inference,
+                             max_iter=self.max_oracle_calls, tol=self.inference_tol,
+                             step_size=self.step_size, lipschitz=self.lipschitz,
+                             edge_marginals=edges)
+
+    def _fit_energy(self, X, design, obj, rng, hist):
+        from .solvers._crf import fit_lbfgs
+
+        energy = clone(self.energy).fit(design.y, design.batch, design.n_classes)
+        self.energy_ = energy
+        self._rff_seed = rng.randint(np.iinfo(np.int32).max)
+        Phi = self._psi_features(X, design, fitting=True)
+        J = energy.n_terms
+        V = np.zeros((J, Phi.shape[1]))
+        V[:, 0] = float(self.psi_init)
+        Ce = self.C if self.C_energy is None else self.C_energy
+        w = self.coef_.copy()
+        hist["psi_mean"] = []
+        if self.learning == "alternating" and energy.uses_edges:
+            raise ValueError("learning='alternating' supports energies on node marginals "
+                             "only; use learning='stochastic' for an energy with A_edge")
+        if self.learning == "stochastic":
+            V, w = self._algorithm3(design, Phi, V, w, Ce, rng, hist)
+        else:
+            for it in range(self.energy_max_iter):
+                W, P = obj.split(w)
+                proj = self._project(obj, W, P, self._psi(V, Phi))
+                sur = _Surrogate(self, obj, energy, proj, Phi, Ce)
+                x0 = sur.pack(V, w)
+                x, _, _ = fit_lbfgs(sur, x0, 30, 1e-9)
+                V, w = sur.unpack(x)
+                hist["psi_mean"].append(float(self._psi(V, Phi).mean()))
+                if self.verbose:
+                    print(f"outer {it + 1:3d}  mean psi {hist['psi_mean'][-1]:.4g}", flush=True)
+        if self.fit_theta:
+            self._set_theta(obj, w)
+        self.psi_coef_ = V
+
+    def _algorithm3(self, design, Phi, V, w, Ce, rng, hist):
+        """Doubly stochastic learning: per mini-batch one projection, one step."""
+        from .solvers._crf import CRFObjective
+
+        S = design.batch.n_samples
+        parts = []
+        for idx in self._blocks(design, rng):
+            sub = _subset(design, idx)
+            parts.append((idx, CRFObjective(sub, self.C)))
+        GV = np.full_like(V, 1e-8)
+        Gw = np.full_like(w, 1e-8)
+        lr = self.learning_rate
+        energy = self.energy_
+        for epoch in range(self.energy_max_iter):
+            for b in rng.permutation(len(parts)):
+                idx, sobj = parts[b]
+                scale = S / idx.size
+                W, P = sobj.split(w)
+                PhiB = Phi[idx]
+                psi_raw = PhiB @ V.T
+                proj = self._project(sobj, W, P, np.maximum(psi_raw, 0.0),
+                                     edges=self.fit_theta or energy.uses_edges)
+                sub = sobj.design
+                node = proj.node_marginals
+                d_node = -node
+                d_node[np.arange(node.shape[0]), sub.y] += 1.0
+                d_edge = None
+                if energy.uses_edges:
+                    d_edge = _edge_truth(sub, proj.edge_marginals.shape) - proj.edge_marginals
+                # ascent direction of sum log Q in psi: -cross(mu, S(y) - mu), zero
+                # where psi was clipped
+                gpsi = -energy.cross(node, proj.edge_marginals, sub.batch, d_node, d_edge)
+                gpsi *= psi_raw > 0
+                gV = Ce * scale * (gpsi.T @ PhiB) - V
+                GV += gV * gV
+                V = V + lr * gV / np.sqrt(GV)
+                if self.fit_theta:
+                    gW = sobj.grad_W(-d_node)
+                    full = proj.edge_marginals
+                    if sobj.tied:
+                        summed = np.zeros(sobj.P_shape)
+                        np.add.at(summed, sobj.D[10], full)
+                        full = summed
+                    gP = sobj.edge_residual_grad(full)
+                    g = np.concatenate([self.C * scale * gW.ravel(),
+                                        self.C * scale * gP.ravel()]) + w
+                    Gw += g * g
+                    w = w - lr * g / np.sqrt(Gw)
+            hist["psi_mean"].append(float(self._psi(V, Phi).mean()))
+            if self.verbose:
+                print(f"epoch {epoch + 1:3d}  mean psi {hist['psi_mean'][-1]:.4g}", flush=True)
+        return V, w
+
+    # -------------------------------------------------------------- predict
+    def _theta_tilde(self, X):
+        """Design, and the potentials of Proposition 1's CRF for every sample."""
+        from .solvers._crf import CRFObjective
+
+        check_is_fitted(self, "coef_")
+        design, packed = self._design(X)
+        design.y = np.zeros(design.batch.n_nodes, np.int64)
+        obj = CRFObjective(design, self.C)
+        if self.energy_ is None:
+            theta_v, tables, pwi = obj.potentials(self._W, self._P)
+            return design, packed, theta_v, tables, pwi, None
+        Phi = self._psi_features(X, design, fitting=False)
+        proj = self._project(obj, self._W, self._P, self._psi(self.psi_coef_, Phi))
+        return design, packed, proj.unary, proj.pairwise, proj.pw_index, proj
+
+    def _decode(self, X):
+        from .inference import map_batch
+
+        with n_threads(self.n_jobs):
+            design, packed, u, t, i, _ = self._theta_tilde(X)
+            labels = map_batch(design.batch, u, t, i)
+        return labels, packed
+
+    def predict_marginals(self, X):
+        """Node marginals of every sample: the Bethe projection ``mu*`` with an
+        energy, the CRF's own marginals without.
+
+        Returns
+        -------
+        list of arrays (n_nodes_i, n_classes), columns in the order of
+        ``classes_``.
+        """
+        from .inference import marginals_batch
+
+        with n_threads(self.n_jobs):
+            design, packed, u, t, i, proj = self._theta_tilde(X)
+            if proj is None:
+                node = marginals_batch(design.batch, u, t, i, edge_marginals=None)[0]
+            else:
+                node = proj.node_marginals
+        return packed.split(node)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+
+def _subset(design, idx):
+    """The design of samples ``idx`` (sorted) of ``design``."""
+    import scipy.sparse as sp
+
+    from .inference import GraphBatch
+    from .models._base import Design
+
+    b = design.batch
+    no, eo = b.node_offsets, b.edge_offsets
+    nodes = np.concatenate([np.arange(no[s], no[s + 1]) for s in idx]) if idx.size else \
+        np.zeros(0, np.int64)
+    edges_i = np.concatenate([np.arange(eo[s], eo[s + 1]) for s in idx]) if idx.size else \
+        np.zeros(0, np.int64)
+    lengths = b.lengths[idx]
+    n_off = np.zeros(idx.size + 1, np.int64)
+    np.cumsum(lengths, out=n_off[1:])
+    e_off = np.zeros(idx.size + 1, np.int64)
+    np.cumsum(np.diff(eo)[idx], out=e_off[1:])
+    # global -> local node numbering
+    shift = np.repeat(n_off[:-1] - no[idx], np.diff(eo)[idx])
+    edges = b.edges[edges_i] + shift[:, None]
+    batch = GraphBatch(n_off, edges, e_off)
+    if "is_chain" in b.__dict__:
+        batch.__dict__["is_chain"] = b.is_chain[idx]
+    if np.array_equal(design.xrow, np.arange(design.features.shape[0])):
+        feats, xrow = design.features[nodes], np.arange(nodes.size, dtype=np.int64)
+    else:
+        # rows shared between nodes (multi-label): keep the matrix, map the nodes
+        feats, xrow = design.features, design.xrow[nodes]
+    ef = design.edge_features[edges_i] if design.edge_features.shape[0] else \
+        sp.csr_matrix((0, design.edge_features.shape[1]))
+    d = Design(feats, batch, sp.csr_matrix(ef), design.tied, design.n_classes, design.cmap,
+               design.csign, design.kind[idx], design.y[nodes], xrow, design.xoff[nodes],
+               design.n_features_total, design.dense_rows)
+    return d
+
+
+def _edge_truth(design, shape):
+    """One-hot (E, K, K) of the true label pairs of every edge."""
+    out = np.zeros(shape)
+    e = design.batch.edges
+    out[np.arange(e.shape[0]), design.y[e[:, 0]], design.y[e[:, 1]]] = 1.0
+    return out
+
+
+class _Surrogate:
+    """Algorithm 2's M-step objective with the projections ``mu_i`` fixed:
+    ``C sum_i -log Q(y_i; theta - grad L_psi(mu_i)) + ||w||^2 / 2 [theta] +
+    ||V||^2 / (2 C_e / C)`` in the energy weights ``V`` (and ``w``)."""
+
+    def __init__(self, est, obj, energy, proj, Phi, Ce):
+        self.est, self.obj, self.energy, self.proj, self.Phi = est, obj, energy, proj, Phi
+        self.Ce = Ce
+        self.fit_theta = bool(est.fit_theta)
+        self.n_evals = 0
+        self.V_shape = (energy.n_terms, Phi.shape[1])
+        self.w_fixed = est.coef_.copy()
+        # the per-term gradient directions at the fixed mu_i, one (N, K) array each
+        b = obj.design.batch
+        S, J = b.n_samples, energy.n_terms
+        self.dirs = []
+        for j in range(J):
+            onehot = np.zeros((S, J))
+            onehot[:, j] = 1.0
+            gn, ge = energy.grad(proj.node_marginals, proj.edge_marginals, b, onehot)
+            self.dirs.append(gn)
+
+    def pack(self, V, w):
+        return np.concatenate([V.ravel(), w]) if self.fit_theta else V.ravel().copy()
+
+    def unpack(self, x):
+        nV = int(np.prod(self.V_shape))
+        V = x[:nV].reshape(self.V_shape)
+        w = x[nV:] if self.fit_theta else self.w_fixed
+        return V, w
+
+    def value_grad(self, x):
+        obj = self.obj
+        V, w = self.unpack(x)
+        psi_raw = self.Phi @ V.T
+        psi = np.maximum(psi_raw, 0.0)
+        b = obj.design.batch
+        offset = np.zeros((b.n_nodes, obj.K))
+        for j, g in enumerate(self.dirs):
+            offset += g * np.repeat(psi[:, j], b.lengths)[:, None]
+        obj.offset = offset
+        try:
+            if self.fit_theta:
+                val, gw = obj.value_grad(w)
+            else:
+                W, P = obj.split(w)
+                node, edge, logz, score = obj.nll_parts(W, P, offset)
+                val = obj.C * float(np.sum(logz - score))
+                gw = None
+            W, P = obj.split(w)
+            node = obj.nll_parts(W, P, offset)[0] if self.fit_theta else node
+        finally:
+            obj.offset = None
+        # d(-log Q_i)/d psi_ij = g_ij . (S(y_i) - m_i)
+        d = -node
+        d[np.arange(b.n_nodes), obj.design.y] += 1.0
+        from .energies import segment_sum
+
+        gpsi = np.column_stack([segment_sum(np.sum(g * d, axis=1), b.node_offsets)
+                                for g in self.dirs]) * (psi_raw > 0)
+        r = self.est.C / self.Ce
+        gV = obj.C * (gpsi.T @ self.Phi) + r * V
+        val += 0.5 * r * float(np.sum(V * V))
+        if self.fit_theta:
+            return val, np.concatenate([gV.ravel(), gw])
+        return val, gV.ravel()

@@ -1,0 +1,409 @@
+"""Non-local energies ``L_psi(mu)`` on the marginals of a chain or tree CRF.
+
+Vilnis, Belanger, Sheldon & McCallum, "Bethe Projections for Non-Local
+Inference" (UAI 2015).  Every energy here is a weighted sum of ``J`` terms,
+
+    L_psi(mu_s) = sum_j psi_sj * l_j(mu_s),
+
+for sample ``s`` with marginal vector ``mu_s`` (its node marginals, and for
+some energies its edge marginals).  ``psi`` is per sample, so it can depend on
+the input (``NonLocalCRF(psi="mean_map")``).  An energy works on a whole
+packed batch at once (see :class:`skstruct.inference.GraphBatch`): node
+marginals ``node`` of shape (N, K), edge marginals ``edge`` of shape (E, K, K)
+(or ``None`` for energies whose ``uses_edges`` is False) and ``psi`` of shape
+(n_samples, n_terms).  It provides
+
+* :meth:`value` -- ``L_psi(mu_s)`` per sample;
+* :meth:`grad` -- its gradient in ``mu`` (what Bethe projections need);
+* :meth:`terms` -- ``l_j(mu_s)``, the gradient of the value in ``psi``;
+* :meth:`cross` -- ``grad_mu l_j(mu_s) . d_s`` for directions ``d``: the
+  derivative in ``psi`` of ``grad_mu L_psi . d``, which is how the surrogate
+  likelihood of the learning algorithms (eq. 14-17) depends on ``psi``.
+
+Energies are sklearn estimators (``get_params``, ``clone``): ``fit`` learns
+whatever the energy needs from training labellings (the dictionary of
+:class:`NearestStatistic`); :class:`skstruct.NonLocalCRF` fits a clone.
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .inference._bethe import segment_sum
+
+__all__ = ["Energy", "LinearMeasurements", "NearestStatistic", "PoissonCounts", "segment_sum"]
+
+
+
+
+def _check_psi(psi, n_samples, n_terms):
+    psi = np.asarray(psi, dtype=np.float64)
+    if psi.ndim == 0:
+        psi = np.full((n_samples, n_terms), float(psi))
+    elif psi.ndim == 1 and psi.shape[0] == n_terms:
+        psi = np.broadcast_to(psi, (n_samples, n_terms))
+    if psi.shape != (n_samples, n_terms):
+        raise ValueError(f"psi must be a scalar, ({n_terms},) or ({n_samples}, {n_terms}); "
+                         f"got shape {psi.shape}")
+    if not np.all(np.isfinite(psi)):
+        raise ValueError("psi contains NaN or infinite values")
+    return psi
+
+
+class Energy(BaseEstimator):
+    """Base class.  Subclasses set ``convex`` and ``uses_edges`` and implement
+    ``_terms``, ``_grads`` (per-term node gradients combined with weights)."""
+
+    convex = True
+    uses_edges = False
+
+    def fit(self, y, batch, n_classes):
+        """Learn from training labellings (codes ``y`` (N,) in ``0..n_classes-1``).
+
+        Returns self.  The base implementation only records ``n_classes_``.
+        """
+        self.n_classes_ = int(n_classes)
+        return self
+
+    @property
+    def n_terms(self):
+        return 1
+
+    def _check_fitted(self):
+        if not hasattr(self, "n_classes_"):
+            raise ValueError(f"{type(self).__name__} is not fitted: call fit(y, batch, "
+                             "n_classes) first (NonLocalCRF does it)")
+
+    def value(self, node, edge, batch, psi):
+        """``L_psi(mu_s)`` per sample, shape (n_samples,)."""
+        psi = _check_psi(psi, batch.n_samples, self.n_terms)
+        return np.sum(psi * self.terms(node, edge, batch), axis=1)
+
+    def terms(self, node, edge, batch):
+        """``l_j(mu_s)``, shape (n_samples, n_terms): the gradient of :meth:`value`
+        in ``psi``."""
+        self._check_fitted()
+        return self._terms(node, edge, batch)
+
+    def grad(self, node, edge, batch, psi):
+        """Gradient of ``sum_s L_psi(mu_s)`` in ``mu``: ``(g_node (N, K), g_edge
+        (E, K, K) or None)``."""
+        self._check_fitted()
+        psi = _check_psi(psi, batch.n_samples, self.n_terms)
+        return self._grad(node, edge, batch, psi)
+
+    def cross(self, node, edge, batch, d_node, d_edge=None):
+        """``grad_mu l_j(mu_s) . d_s`` per sample and term, shape (n_samples,
+        n_terms), for a direction ``d`` (node part (N, K), edge part (E, K, K))."""
+        self._check_fitted()
+        S, J = batch.n_samples, self.n_terms
+        out = np.empty((S, J))
+        for j in range(J):
+            onehot = np.zeros((S, J))
+            onehot[:, j] = 1.0
+            gn, ge = self._grad(node, edge, batch, onehot)
+            tot = segment_sum(np.sum(gn * d_node, axis=1), batch.node_offsets)
+            if ge is not None and d_edge is not None:
+                tot += segment_sum(np.sum(ge * d_edge, axis=(1, 2)), batch.edge_offsets)
+            out[:, j] = tot
+        return out
+
+    def lipschitz(self, psi):
+        """A bound on the Lipschitz constant of ``grad_mu L_psi`` (inf if not smooth)."""
+        return np.inf
+
+
+# --------------------------------------------------------------------------- energies
+
+class LinearMeasurements(Energy):
+    """Soft global constraints: a smoothed hinge on linear measurements (eq. 18-20).
+
+    Measurement ``j`` of sample ``s`` is ``m_sj = sum_v A[j] . mu_v +
+    sum_e <A_edge[j], mu_e> + b[j]`` (expected label counts, and optionally
+    expected transition counts, combined linearly).  The term is the smoothed
+    hinge ``l_j = h(m_sj)`` with ``h(m) = 0`` for ``m >= 1``, ``(1 - m)^2 /
+    (2 gamma)`` for ``1 - gamma <= m < 1`` and ``1 - m - gamma / 2`` below: it
+    penalises ``m_sj < 1``, i.e. soft constraints ``a_j . S(y) + b_j >= 1``.
+    With ``psi_j >= 0`` (:class:`~skstruct.NonLocalCRF` clips negative
+    ``psi`` to 0, as the paper ignores terms with ``c_j < 0``) the energy is
+    convex with a ``(1 / gamma) ||a_j||^2``-Lipschitz gradient.
+
+    Parameters
+    ----------
+    A : array of shape (n_terms, n_classes)
+        Weight of each class's expected count in each measurement (classes in
+        the order of the estimator's ``classes_``).
+    b : array of shape (n_terms,), default=None (zeros)
+    A_edge : array of shape (n_terms, n_classes, n_classes), default=None
+        Weight of each transition's expected count (edge marginals).
+    smoothing : float, default=1.0
+        ``gamma`` > 0; smaller is closer to the hinge, less smooth.
+    """
+
+    def __init__(self, A, b=None, A_edge=None, smoothing=1.0):
+        self.A = A
+        self.b = b
+        self.A_edge = A_edge
+        self.smoothing = smoothing
+
+    @property
+    def uses_edges(self):
+        return self.A_edge is not None
+
+    def fit(self, y, batch, n_classes):
+        A = np.asarray(self.A, dtype=np.float64)
+        if A.ndim != 2 or A.shape[1] != n_classes:
+            raise ValueError(f"A must have shape (n_terms, {n_classes}), got {A.shape}")
+        J = A.shape[0]
+        b = np.zeros(J) if self.b is None else np.asarray(self.b, np.float64).reshape(-1)
+        if b.shape != (J,):
+            raise ValueError(f"b must have shape ({J},), got {b.shape}")
+        Ae = None
+        if self.A_edge is not None:
+            Ae = np.asarray(self.A_edge, np.float64)
+            if Ae.shape != (J, n_classes, n_classes):
+                raise ValueError(f"A_edge must have shape ({J}, {n_classes}, {n_classes}), "
+                                 f"got {Ae.shape}")
+        for name, a in (("A", A), ("b", b), ("A_edge", Ae)):
+            if a is not None and not np.all(np.isfinite(a)):
+                raise ValueError(f"{name} contains NaN or infinite values")
+        g = self.smoothing
+        if isinstance(g, bool) or not isinstance(g, numbers.Real) or not g > 0:
+            raise ValueError(f"smoothing must be a number > 0, got {g!r}")
+        self.A_, self.b_, self.A_edge_ = A, b, Ae
+        self.n_classes_ = int(n_classes)
+        return self
+
+    @property
+    def n_terms(self):
+        return np.asarray(self.A).shape[0]
+
+    def measurements(self, node, edge, batch):
+        """``m_sj``, shape (n_samples, n_terms)."""
+        m = segment_sum(node, batch.node_offsets) @ self.A_.T + self.b_
+        if self.A_edge_ is not None:
+            if edge is None:
+                raise ValueError("this LinearMeasurements has A_edge: edge marginals are needed")
+            K = self.n_classes_
+            es = segment_sum(edge.reshape(-1, K * K), batch.edge_offsets)
+            m += es @ self.A_edge_.reshape(-1, K * K).T
+        return m
+
+    def _h(self, m):
+        g = float(self.smoothing)
+        u = 1.0 - m
+        return np.where(u <= 0, 0.0, np.where(u <= g, u * u / (2 * g), u - g / 2))
+
+    def _dh(self, m):
+        g = float(self.smoothing)
+        u = 1.0 - m
+        return -np.clip(u / g, 0.0, 1.0)
+
+    def _terms(self, node, edge, batch):
+        return self._h(self.measurements(node, edge, batch))
+
+    def _grad(self, node, edge, batch, psi):
+        coef = psi * self._dh(self.measurements(node, edge, batch))  # (S, J)
+        per_sample = coef @ self.A_                                  # (S, K)
+        gn = np.repeat(per_sample, batch.lengths, axis=0)
+        ge = None
+        if self.A_edge_ is not None:
+            K = self.n_classes_
+            pe = (coef @ self.A_edge_.reshape(-1, K * K)).reshape(-1, K, K)
+            ge = np.repeat(pe, np.diff(batch.edge_offsets), axis=0)
+        return gn, ge
+
+    def lipschitz(self, psi):
+        psi = np.maximum(np.asarray(psi, np.float64), 0.0)
+        norm2 = np.sum(self.A_ ** 2, axis=1)
+        if self.A_edge_ is not None:
+            norm2 = norm2 + np.sum(self.A_edge_ ** 2, axis=(1, 2))
+        # a node count sums up to max_nodes marginals, hence the length factor in the caller
+        return float(np.max(psi * norm2)) / float(self.smoothing) if psi.size else 0.0
+
+
+class NearestStatistic(Energy):
+    """Distance to the nearest training labelling: ``psi * min_i ||u_i - T(mu)||_1``.
+
+    Non-convex.  Eq. 21-22 of Vilnis et al.: the learned energy that pulls
+    inference towards the "dictionary" of labellings seen in training (the
+    OCR words).
+
+    Parameters
+    ----------
+    statistic : {"unigram", "marginals"}, default="marginals"
+        ``"unigram"`` (``L^u``): ``T(mu) = sum_v mu_v``, the expected label
+        counts, compared with the label counts ``u_i`` of every distinct
+        training labelling.  ``"marginals"`` (``L^w``): ``T(mu)`` is the whole
+        node-marginal vector, compared with the one-hot vectors ``w_i`` of the
+        distinct training labellings *of the same length*; a sample whose
+        length no training labelling has gets no energy (value and gradient 0).
+
+    Attributes
+    ----------
+    dictionary_ : list of arrays
+        ``"unigram"``: one array (n_words, n_classes) of counts;
+        ``"marginals"``: one (n_words_n, n) array of label codes per length n
+        (``lengths_`` lists the lengths).
+    """
+
+    convex = False
+
+    def __init__(self, statistic="marginals"):
+        self.statistic = statistic
+
+    def fit(self, y, batch, n_classes):
+        if self.statistic not in ("unigram", "marginals"):
+            raise ValueError(f"statistic must be 'unigram' or 'marginals', got "
+                             f"{self.statistic!r}")
+        y = np.asarray(y, np.int64)
+        off = batch.node_offsets
+        lengths = batch.lengths
+        K = int(n_classes)
+        if self.statistic == "unigram":
+            S = batch.n_samples
+            counts = np.zeros((S, K))
+            sample = np.repeat(np.arange(S), lengths)
+            np.add.at(counts, (sample, y), 1.0)
+            self.dictionary_ = [np.unique(counts[lengths > 0], axis=0)]
+            self.lengths_ = np.zeros(0, np.int64)
+        else:
+            self.lengths_ = np.unique(lengths[lengths > 0])
+            words = []
+            for n in self.lengths_:
+                idx = np.flatnonzero(lengths == n)
+                rows = y[off[idx][:, None] + np.arange(n)]
+                words.append(np.unique(rows, axis=0))
+            self.dictionary_ = words
+        self.n_classes_ = K
+        return self
+
+    # the nearest dictionary entry of every sample, and the distance to it
+    def _nearest(self, node, batch):
+        S = batch.n_samples
+        if self.statistic == "unigram":
+            U = segment_sum(node, batch.node_offsets)        # (S, K)
+            D = self.dictionary_[0]
+            dist = np.abs(U[:, None, :] - D[None, :, :]).sum(axis=2)
+            best = np.argmin(dist, axis=1)
+            return dist[np.arange(S), best], best
+        dist = np.zeros(S)
+        best = np.full(S, -1, np.int64)
+        lengths = batch.lengths
+        off = batch.node_offsets
+        rowsum = node.sum(axis=1)
+        for n, words in zip(self.lengths_, self.dictionary_):
+            idx = np.flatnonzero(lengths == n)
+            if idx.size == 0:
+                continue
+            rows = off[idx][:, None] + np.arange(n)                 # (s, n)
+            # ||w - mu_v||_1 = (1 - mu_v[w]) + (rowsum_v - mu_v[w]) for one-hot w and
+            # 0 <= mu <= 1: only the marginal of the word's letter is needed
+            picked = node[rows[:, None, :], words[None, :, :]]     # (s, d, n)
+            d = n + rowsum[rows].sum(axis=1)[:, None] - 2.0 * picked.sum(axis=2)
+            b = np.argmin(d, axis=1)
+            dist[idx] = d[np.arange(idx.size), b]
+            best[idx] = b
+        return dist, best
+
+    def _terms(self, node, edge, batch):
+        return self._nearest(node, batch)[0][:, None]
+
+    def _grad(self, node, edge, batch, psi):
+        _, best = self._nearest(node, batch)
+        w = psi[:, 0]
+        if self.statistic == "unigram":
+            U = segment_sum(node, batch.node_offsets)
+            sgn = np.sign(U - self.dictionary_[0][best]) * w[:, None]
+            return np.repeat(sgn, batch.lengths, axis=0), None
+        target = np.zeros_like(node)
+        lengths = batch.lengths
+        off = batch.node_offsets
+        has = best >= 0
+        for n, words in zip(self.lengths_, self.dictionary_):
+            idx = np.flatnonzero((lengths == n) & has)
+            if idx.size == 0:
+                continue
+            rows = off[idx][:, None] + np.arange(n)
+            target[rows, words[best[idx]]] = 1.0
+        g = np.sign(node - target)
+        g *= np.repeat(np.where(has, w, 0.0), lengths)[:, None]
+        return g, None
+
+
+class PoissonCounts(Energy):
+    """Poisson count likelihood of a collective graphical model (eq. 23).
+
+    A population of ``population`` (``M``) individuals moves along the chain;
+    ``counts[v, k]`` individuals are observed in state ``k`` at node ``v``,
+    each present individual being seen with probability ``rate``
+    (``alpha``): ``counts[v, k] ~ Poisson(alpha M mu_vk)``.  The energy is the
+    negative log-likelihood per individual (constants dropped),
+
+        l(mu) = sum_{v, k} [alpha mu_vk - (counts_vk / M) log(alpha M mu_vk)],
+
+    so that ``-<theta, mu> - H_B(mu) + psi l(mu)`` at ``psi = 1`` is Sheldon et
+    al.'s approximate MAP objective divided by ``M``.  Convex; its gradient
+    ``psi (alpha - counts / (M mu))`` is not Lipschitz near ``mu = 0``.
+
+    Parameters
+    ----------
+    counts : array of shape (N, n_classes), or list of (n_nodes_i, n_classes)
+        Observed counts (>= 0) for every node of the batch it is used on.
+    population : float, default=1.0
+    rate : float, default=1.0
+    """
+
+    def __init__(self, counts, population=1.0, rate=1.0):
+        self.counts = counts
+        self.population = population
+        self.rate = rate
+
+    def fit(self, y=None, batch=None, n_classes=None):
+        c = self.counts
+        if isinstance(c, (list, tuple)):
+            c = np.concatenate([np.asarray(a, np.float64).reshape(len(a), -1) for a in c])
+        c = np.asarray(c, np.float64)
+        if c.ndim != 2:
+            raise ValueError(f"counts must be 2-D (n_nodes, n_classes), got shape {c.shape}")
+        if not np.all(np.isfinite(c)) or np.any(c < 0):
+            raise ValueError("counts must be finite and >= 0")
+        if n_classes is not None and c.shape[1] != n_classes:
+            raise ValueError(f"counts has {c.shape[1]} columns for {n_classes} states")
+        if batch is not None and c.shape[0] != batch.n_nodes:
+            raise ValueError(f"counts has {c.shape[0]} rows for {batch.n_nodes} nodes")
+        for name in ("population", "rate"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not v > 0:
+                raise ValueError(f"{name} must be a number > 0, got {v!r}")
+        self.counts_ = c
+        self.n_classes_ = c.shape[1]
+        return self
+
+    def _check_nodes(self, node):
+        if node.shape != self.counts_.shape:
+            raise ValueError(f"PoissonCounts was given counts of shape {self.counts_.shape} "
+                             f"but the marginals have shape {node.shape}")
+
+    def _terms(self, node, edge, batch):
+        self._check_nodes(node)
+        a, M = float(self.rate), float(self.population)
+        Y = self.counts_
+        seen = Y > 0
+        t = a * node
+        with np.errstate(divide="ignore"):
+            t[seen] -= (Y[seen] / M) * np.log(a * M * node[seen])
+        return segment_sum(t.sum(axis=1), batch.node_offsets)[:, None]
+
+    def _grad(self, node, edge, batch, psi):
+        self._check_nodes(node)
+        a, M = float(self.rate), float(self.population)
+        # marginals of finite potentials are > 0; the floor only keeps a hard zero
+        # (a -inf potential) from turning the gradient into -inf
+        g = a - self.counts_ / (M * np.maximum(node, 1e-300))
+        g = np.maximum(g, -1e300)
+        return g * np.repeat(psi[:, 0], batch.lengths)[:, None], None
+
+
+ENERGIES = (LinearMeasurements, NearestStatistic, PoissonCounts)

@@ -1,0 +1,349 @@
+"""Bethe projections: marginal inference with a non-local energy on the marginals.
+
+Vilnis, Belanger, Sheldon & McCallum (UAI 2015) solve
+
+    mu* = argmin_{mu in M}  -<theta, mu> - H_B(mu) + L(mu)          (eq. 2)
+
+over the marginal polytope of a chain or tree CRF by non-Euclidean proximal
+gradient with the Bethe entropy as distance: every step is one call of the
+CRF's own marginal oracle at modified potentials, so every iterate is a
+feasible marginal vector (an anytime algorithm).  Each iteration here is one
+batched oracle call over all samples (:func:`marginals_batch`) plus the
+energy's vectorised gradient.
+
+* ``"rda"``: Bethe-RDA, Algorithm 1: ``theta_t = theta - t / (t + beta) *
+  mean(grad L(mu_0..mu_{t-1}))``.
+* ``"md"``: Bethe-MD, Algorithm 4 (composite mirror descent).  In natural
+  parameters its step is ``theta_t = (theta_{t-1} + eta (theta - grad
+  L(mu_{t-1}))) / (1 + eta)``: the paper's ``grad H_B(mu_{t-1})`` *is*
+  ``theta_{t-1}`` up to the constraints' null space, by conjugate duality.
+* ``"accelerated"``: accelerated Bethe-RDA, Algorithm 5, for energies with an
+  ``lipschitz``-Lipschitz gradient; its iterates ``mu_t`` are convex
+  combinations of oracle outputs (still feasible).
+
+The energy's node gradient shifts the node potentials; an energy that reads
+edge marginals also gets one modified table per edge.
+"""
+
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+
+import numpy as np
+
+from ._api import _check_batch, marginals_batch
+from ._batch import GraphBatch
+
+
+def segment_sum(a, offsets):
+    """Sums of the rows of ``a`` over ``offsets[s]:offsets[s + 1]`` (empty runs give 0)."""
+    a = np.asarray(a, np.float64)
+    c = np.zeros((a.shape[0] + 1,) + a.shape[1:])
+    np.cumsum(a, axis=0, out=c[1:])
+    return c[offsets[1:]] - c[offsets[:-1]]
+
+METHODS = ("rda", "md", "accelerated")
+
+
+@dataclass
+class BetheProjection:
+    """Result of :func:`bethe_project`.
+
+    Attributes
+    ----------
+    node_marginals : ndarray (N, K)
+    edge_marginals : ndarray (E, K, K) or None
+        Computed when the energy reads them, or when asked for.
+    unary, pairwise, pw_index : the potentials ``theta_tilde`` of Proposition 1,
+        the CRF whose marginals are ``mu*`` at convergence: MAP in it is the
+        paper's prediction.  ``pairwise`` is per edge (pw_index ``arange(E)``)
+        when the energy reads edge marginals, else the input tables.
+    n_iter : int
+        Oracle calls made (the prox-centre call included).
+    converged : bool
+        Whether the largest change of a node marginal in the last iteration was
+        at most ``tol``.
+    history : dict of arrays
+        ``"objective"`` (the objective summed over samples, per iteration; only
+        with ``return_history=True``) and ``"change"`` (the largest change of a
+        node marginal per iteration).
+    """
+
+    node_marginals: np.ndarray
+    edge_marginals: np.ndarray
+    unary: np.ndarray
+    pairwise: np.ndarray
+    pw_index: np.ndarray
+    n_iter: int
+    converged: bool
+    history: dict = field(default_factory=dict)
+
+
+def _xlogx(p):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+
+
+def bethe_entropy(batch, node, edge):
+    """Bethe entropy of every sample, ``sum_e H(mu_e) - sum_v (deg_v - 1) H(mu_v)``
+    (the exact entropy on trees), shape (n_samples,)."""
+    deg = np.bincount(batch.edges.ravel(), minlength=batch.n_nodes).astype(np.float64)
+    hv = -_xlogx(node).sum(axis=1)
+    out = -segment_sum((deg - 1.0) * hv, batch.node_offsets)
+    if batch.n_edges:
+        he = -_xlogx(edge).sum(axis=(1, 2))
+        out += segment_sum(he, batch.edge_offsets)
+    return out
+
+
+def _linear(batch, unary, tables, pw_index, node, edge):
+    """``<theta, mu>`` per sample, ignoring entries with zero marginal (where a
+    ``-inf`` potential meets a zero marginal)."""
+    with np.errstate(invalid="ignore"):
+        tn = np.where(node > 0, unary * node, 0.0).sum(axis=1)
+        out = segment_sum(tn, batch.node_offsets)
+        if batch.n_edges:
+            T = tables[pw_index]
+            te = np.where(edge > 0, T * edge, 0.0).sum(axis=(1, 2))
+            out += segment_sum(te, batch.edge_offsets)
+    return out
+
+
+def bethe_project(unary, pairwise, energy, *, batch=None, pw_index=None, psi=1.0,
+                  method="rda", max_iter=50, tol=1e-6, step_size=1.0, lipschitz=None,
+                  beta=0.0, edge_marginals=False, return_history=False, n_jobs=None):
+    """Marginal inference in a chain or tree CRF plus a non-local energy (eq. 2).
+
+    Minimises ``-<theta, mu> - H_B(mu) + L_psi(mu)`` over the marginal polytope
+    of each sample of a batch, by one of the paper's three proximal
+    algorithms.  All scores are log-potentials to be *maximised* (as everywhere
+    in :mod:`skstruct.inference`).  Non-convex energies
+    (:class:`~skstruct.energies.NearestStatistic`) get the same updates, which
+    then find a stationary point, not necessarily the global minimum.
+
+    Parameters
+    ----------
+    unary : array (N, K)
+        Node log-potentials ``theta`` of all samples of ``batch``.
+    pairwise : array (K, K), (M, K, K) with ``pw_index``, or (E, K, K)
+        Edge log-potentials.
+    energy : a fitted energy from :mod:`skstruct.energies`
+        (or any object with its ``grad``/``value``/``uses_edges``/
+        ``lipschitz`` interface).
+    batch : GraphBatch, default=None
+        The samples' structure (chains or trees); ``None`` means a single chain
+        of ``N`` nodes.
+    pw_index : array (E,), default=None
+        Table of each edge (as in :func:`map_batch`).
+    psi : float, array (n_terms,) or (n_samples, n_terms), default=1.0
+        The energy's weights.
+    method : {"rda", "md", "accelerated"}, default="rda"
+    max_iter : int, default=50
+        Maximum number of marginal-oracle calls, the prox-centre included.
+    tol : float, default=1e-6
+        Stop when no node marginal changed by more than ``tol``.
+    step_size : float, default=1.0
+        ``eta`` of Bethe-MD (> 0); large steps approach the plain fixed-point
+        iteration ``theta_t = theta - grad L(mu_{t-1})``.  Safeguarded: a
+        sample whose objective would increase keeps its iterate and retries
+        with a quarter of its step (which then doubles back, up to
+        ``step_size``, on each accepted step), so Bethe-MD never increases
+        the objective even where ``grad L`` is not Lipschitz (Poisson counts
+        near zero).
+    lipschitz : float, default=None
+        Lipschitz constant of ``grad L`` for the accelerated method; ``None``
+        asks the energy (an error if it is not smooth, e.g. Poisson counts).
+    beta : float, default=0.0
+        ``beta_t`` of Bethe-RDA (>= 0); 0 is the paper's choice.
+    edge_marginals : bool, default=False
+        Also return the edge marginals (always computed if the energy reads
+        them).
+    return_history : bool, default=False
+        Record the objective at every iterate (costs edge marginals and an
+        entropy per iteration).
+    n_jobs : int, default=None
+        Threads of the marginal oracle.
+
+    Returns
+    -------
+    BetheProjection
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    for name, v, low in (("tol", tol, 0.0), ("beta", beta, 0.0)):
+        if isinstance(v, bool) or not isinstance(v, Real) or not v >= low:
+            raise ValueError(f"{name} must be a number >= {low}, got {v!r}")
+    if isinstance(step_size, bool) or not isinstance(step_size, Real) or not step_size > 0:
+        raise ValueError(f"step_size must be a number > 0, got {step_size!r}")
+    unary = np.asarray(unary, dtype=np.float64)
+    if batch is None:
+        if unary.ndim != 2:
+            raise ValueError(f"unary must be 2-D (n_nodes, n_states), got shape {unary.shape}")
+        batch = GraphBatch.from_chains([unary.shape[0]])
+    pairwise = np.asarray(pairwise, dtype=np.float64)
+    if pairwise.ndim == 2:
+        pairwise = pairwise[None]
+        if pw_index is None:
+            pw_index = np.zeros(batch.n_edges, np.int64)
+    elif pw_index is None and pairwise.shape[0] == batch.n_edges:
+        pw_index = np.arange(batch.n_edges, dtype=np.int64)
+    unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
+    bad = np.flatnonzero(~batch.is_forest)
+    if bad.size:
+        raise ValueError(f"sample {bad[0]} has a cycle: Bethe projections need chains or "
+                         "trees (an exact marginal oracle)")
+    if method == "accelerated":
+        L = energy.lipschitz(psi) if lipschitz is None else lipschitz
+        if isinstance(L, bool) or not isinstance(L, Real) or not np.isfinite(L) or L < 0:
+            raise ValueError(f"method='accelerated' needs a finite Lipschitz constant >= 0 of "
+                             f"the energy's gradient; got {L!r} (pass lipschitz=...)")
+        L = float(L)
+    uses_edges = bool(energy.uses_edges)
+    want_edges = uses_edges or edge_marginals or return_history
+    E = batch.n_edges
+
+    def oracle(theta_v, theta_e):
+        if theta_e is None:
+            tables, idx = pairwise, pw_index
+        else:
+            tables, idx = theta_e, np.arange(E, dtype=np.int64)
+        node, edge, logz = marginals_batch(batch, theta_v, tables, idx,
+                                           edge_marginals="full" if want_edges else None,
+                                           n_jobs=n_jobs)
+        return node, edge, logz
+
+    base_e = pairwise[pw_index] if uses_edges else None
+    hist = {"objective": [], "change": []}
+
+    def objective(node, edge, logz, theta_v, theta_e, exact):
+        # F = -<theta, mu> - H_B(mu) + L(mu); for an exact marginal of theta_t,
+        # -H_B(mu) = <theta_t, mu> - log Z_t
+        lin = _linear(batch, unary, pairwise, pw_index, node, edge)
+        if exact:
+            tab = pairwise if theta_e is None else theta_e
+            idx = pw_index if theta_e is None else np.arange(E, dtype=np.int64)
+            neg_h = _linear(batch, theta_v, tab, idx, node, edge) - logz
+        else:
+            neg_h = -bethe_entropy(batch, node, edge)
+        val = energy.value(node, edge if uses_edges else None, batch, psi)
+        f = -lin + neg_h + val
+        return float(np.sum(f[np.isfinite(logz)]))
+
+    def exact_terms(node, edge, logz, theta_v, theta_e):
+        # per sample F for an exact marginal of theta_t, from the potentials'
+        # difference only (no edge marginals needed unless the energy moves edges)
+        with np.errstate(invalid="ignore"):
+            d = np.where(node > 0, (theta_v - unary) * node, 0.0).sum(axis=1)
+            f = segment_sum(d, batch.node_offsets) - logz
+            if theta_e is not None and E:
+                de = np.where(edge > 0, (theta_e - base_e) * edge, 0.0).sum(axis=(1, 2))
+                f += segment_sum(de, batch.edge_offsets)
+        f += energy.value(node, edge if uses_edges else None, batch, psi)
+        return np.where(np.isfinite(logz), f, 0.0)
+
+    def egrad(node, edge):
+        gn, ge = energy.grad(node, edge if uses_edges else None, batch, psi)
+        return gn, ge
+
+    theta_v, theta_e = unary.copy(), (None if base_e is None else base_e.copy())
+    node, edge, logz = oracle(theta_v, theta_e)
+    n_calls = 1
+    if return_history:
+        hist["objective"].append(objective(node, edge, logz, theta_v, theta_e, True))
+    converged = False
+    if method == "accelerated":
+        mu_n, mu_e = node, edge
+        nu_n, nu_e = node, edge
+        gbar_n = np.zeros_like(unary)
+        gbar_e = None if base_e is None else np.zeros_like(base_e)
+    else:
+        gsum_n = np.zeros_like(unary)
+        gsum_e = None if base_e is None else np.zeros_like(base_e)
+    lengths = batch.lengths
+    n_edges = np.diff(batch.edge_offsets)
+    rejected = False
+    if method == "md":
+        eta = np.full(batch.n_samples, float(step_size))
+        f_cur = exact_terms(node, edge, logz, theta_v, theta_e)
+    t = 0
+    with np.errstate(invalid="ignore"):
+        while n_calls < max_iter:
+            t += 1
+            if method == "accelerated":
+                c = 2.0 / (t + 1.0)
+                u_n = (1 - c) * mu_n + c * nu_n
+                u_e = None if mu_e is None else (1 - c) * mu_e + c * nu_e
+                gn, ge = egrad(u_n, u_e)
+                gbar_n = (1 - c) * gbar_n + c * gn
+                if gbar_e is not None:
+                    gbar_e = (1 - c) * gbar_e + c * ge
+                scale = t * (t + 1.0) / (4.0 * L + t * (t + 1.0))
+                theta_v = scale * (unary - gbar_n)
+                theta_e = None if base_e is None else scale * (base_e - gbar_e)
+                nu_n, nu_e, logz = oracle(theta_v, theta_e)
+                new_n = (1 - c) * mu_n + c * nu_n
+                new_e = None if mu_e is None else (1 - c) * mu_e + c * nu_e
+            else:
+                gn, ge = egrad(node, edge)
+                if method == "rda":
+                    gsum_n += gn
+                    w = 1.0 / (t + beta)      # t / (t + beta) times the mean of t gradients
+                    theta_v = unary - w * gsum_n
+                    if base_e is not None:
+                        gsum_e += ge
+                        theta_e = base_e - w * gsum_e
+                else:
+                    en_ = np.repeat(eta, lengths)[:, None]
+                    cand_v = (theta_v + en_ * (unary - gn)) / (1.0 + en_)
+                    cand_e = None
+                    if base_e is not None:
+                        ee_ = np.repeat(eta, n_edges)[:, None, None]
+                        cand_e = (theta_e + ee_ * (base_e - ge)) / (1.0 + ee_)
+                new_n, new_e, new_z = oracle(cand_v if method == "md" else theta_v,
+                                             cand_e if method == "md" else theta_e)
+                if method == "md":
+                    # safeguard: a sample whose objective went up keeps its iterate
+                    # and retries with a quarter of its step
+                    f_new = exact_terms(new_n, new_e, new_z, cand_v, cand_e)
+                    ok = ~(f_new > f_cur + 1e-12 * np.abs(f_cur)) & np.isfinite(f_new)
+                    okn = np.repeat(ok, lengths)
+                    new_n = np.where(okn[:, None], new_n, node)
+                    theta_v = np.where(okn[:, None], cand_v, theta_v)
+                    if new_e is not None:
+                        oke = np.repeat(ok, n_edges)[:, None, None]
+                        new_e = np.where(oke, new_e, edge)
+                        if cand_e is not None:
+                            theta_e = np.where(oke, cand_e, theta_e)
+                    new_z = np.where(ok, new_z, logz)
+                    f_cur = np.where(ok, f_new, f_cur)
+                    eta = np.where(ok, np.minimum(2.0 * eta, float(step_size)), eta / 4.0)
+                    rejected = not ok.all()
+                logz = new_z
+            n_calls += 1
+            prev = node if method != "accelerated" else mu_n
+            change = float(np.max(np.abs(new_n - prev))) if new_n.size else 0.0
+            hist["change"].append(change)
+            if method == "accelerated":
+                mu_n, mu_e = new_n, new_e
+                node, edge = mu_n, mu_e
+            else:
+                node, edge = new_n, new_e
+            if return_history:
+                hist["objective"].append(objective(node, edge, logz, theta_v, theta_e,
+                                                   method != "accelerated"))
+            if change <= tol and not rejected:
+                converged = True
+                break
+    if method == "accelerated":
+        # Proposition 1: the CRF whose marginals mu* are is theta - grad L(mu*)
+        gn, ge = egrad(node, edge)
+        theta_v = unary - gn
+        theta_e = None if base_e is None else base_e - ge
+    if theta_e is None:
+        tables, idx = pairwise, pw_index
+    else:
+        tables, idx = theta_e, np.arange(E, dtype=np.int64)
+    history = {k: np.asarray(v, np.float64) for k, v in hist.items() if v or k == "change"}
+    return BetheProjection(node, edge if (edge_marginals or uses_edges) else None, theta_v,
+                           tables, idx, n_calls, converged, history)

@@ -1,0 +1,209 @@
+"""The CRF log-likelihood of a whole design and its gradient, in a few compiled calls.
+
+Used by :class:`skstruct.NonLocalCRF` for its base model and for the energy's
+surrogate likelihood (Algorithm 2 of Vilnis et al.), both of which are CRF
+likelihoods at node potentials shifted per node (``offset``).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from numba import prange
+
+from ..inference._api import _n_chunks, marginals_batch
+from ..inference._jit import pjit
+
+
+@pjit
+def xt_dot(tptr, tind, tdata, R, out):
+    """``out = X.T @ R`` from the CSR arrays of ``X.T`` (rows are features), one
+    feature row per task, so no two threads write the same row."""
+    Kp = R.shape[1]
+    for f in prange(tptr.shape[0] - 1):
+        for q in range(Kp):
+            out[f, q] = 0.0
+        for p in range(tptr[f], tptr[f + 1]):
+            xv = tdata[p]
+            r = R[tind[p]]
+            for q in range(Kp):
+                out[f, q] += xv * r[q]
+
+
+class CRFObjective:
+    """``C * sum_i w_i (log Z_i - score_i(y_i)) + ||W||^2 / 2 + ||P||^2 / 2``.
+
+    ``W`` (F, Kp) are the node weights of the design's feature map, ``P`` (EF,
+    K, K) the edge tables.  ``sample_weight`` (n_samples,) multiplies each
+    sample's negative log-likelihood.  Node potentials are ``X W`` plus an
+    optional fixed per-node ``offset`` (N, K): the non-local energy's
+    ``-grad L(mu_i)`` in the surrogate likelihood.
+    """
+
+    def __init__(self, design, C, sample_weight=None):
+        self.design = design
+        self.C = float(C)
+        b = design.batch
+        N, K = b.n_nodes, design.n_classes
+        self.K = K
+        self.N = N
+        y = design.y
+        self.D = design.args(y, np.zeros(N), 1)
+        self.chunks = b.chunks(_n_chunks())
+        self.tied = bool(design.tied)
+        self.W_shape = (design.n_features_total, design.n_columns)
+        self.P_shape = (design.n_edge_features, K, K)
+        self.sw = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+        # node weight: the sample weight repeated over its nodes (and edges)
+        if self.sw is not None:
+            self.node_w = np.repeat(self.sw, b.lengths)
+            self.edge_w = np.repeat(self.sw, np.diff(b.edge_offsets))
+        else:
+            self.node_w = self.edge_w = None
+        # (K, Kp) map of class scores onto weight columns (identity for chains)
+        Mc = np.zeros((K, design.n_columns))
+        Mc[np.arange(K), design.cmap] = design.csign
+        self.identity = K == design.n_columns and np.array_equal(Mc, np.eye(K))
+        self.Mc = Mc
+        # the node feature matrix as the gradient reads it: row v = the features of
+        # node v at their column offset (one row per node even when rows are shared)
+        X = design.features
+        if not (np.array_equal(design.xrow, np.arange(N)) and not design.xoff.any()):
+            X = X[design.xrow]
+            X = sp.csr_matrix((X.data, X.indices + np.repeat(design.xoff, np.diff(X.indptr)),
+                               X.indptr), shape=(N, design.n_features_total))
+        self.dense_X = X.toarray() if design.dense_rows else None
+        if self.dense_X is None:
+            Xt = sp.csr_matrix(X.T)
+            Xt.sort_indices()
+            self.Xt = (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int64),
+                       Xt.data.astype(np.float64))
+        # empirical edge statistics of the truth
+        e = b.edges
+        self.ya = y[e[:, 0]] if b.n_edges else np.zeros(0, np.int64)
+        self.yb = y[e[:, 1]] if b.n_edges else np.zeros(0, np.int64)
+        if not self.tied:
+            self.EFt = sp.csr_matrix(design.edge_features.T)
+        self.offset = None
+        self.n_evals = 0
+
+    # ------------------------------------------------------------ pieces
+    def split(self, w):
+        nW = self.W_shape[0] * self.W_shape[1]
+        return w[:nW].reshape(self.W_shape), w[nW:].reshape(self.P_shape)
+
+    def potentials(self, W, P):
+        """Node potentials (N, K) (plus ``offset``), the edge tables with their
+        index per edge, and the score of the truth at ``W``, ``P`` (without the
+        offset, per sample)."""
+        from ._potentials import potentials
+
+        D = self.D
+        b = self.design.batch
+        theta_v = np.empty((self.N, self.K))
+        PE = np.zeros((1, self.K, self.K)) if self.tied else np.empty((b.n_edges, self.K,
+                                                                       self.K))
+        truth = np.zeros(self.chunks.shape[0] - 1)
+        potentials(b.node_offsets, b.edge_offsets, b.edges, D[3], D[4], D[5], D[25], D[26],
+                   np.ascontiguousarray(W), D[13], D[14], D[27], self.tied, D[10], D[6], D[7],
+                   D[8], np.ascontiguousarray(P), D[11], D[12], False, self.chunks, theta_v, PE,
+                   truth)
+        if self.tied:
+            return theta_v, np.ascontiguousarray(P), D[10]
+        return theta_v, PE, np.arange(b.n_edges, dtype=np.int64)
+
+    def grad_W(self, R):
+        """Gradient in ``W`` of ``sum_v R[v] . theta_v`` for node residuals R (N, K)."""
+        if not self.identity:
+            R = R @ self.Mc
+        if self.dense_X is not None:
+            return self.dense_X.T @ R
+        out = np.empty(self.W_shape)
+        xt_dot(*self.Xt, np.ascontiguousarray(R), out)
+        return out
+
+    def edge_residual_grad(self, edge_marg):
+        """Gradient in ``P`` of the edge part: marginals minus the truth."""
+        b = self.design.batch
+        K = self.K
+        if self.tied:
+            G = edge_marg.copy()  # summed per table already
+            pwi = self.D[10]
+            if self.edge_w is None:
+                np.add.at(G, (pwi, self.ya, self.yb), -1.0)
+            else:
+                np.add.at(G, (pwi, self.ya, self.yb), -self.edge_w)
+            return G
+        R = edge_marg.copy()
+        R[np.arange(b.n_edges), self.ya, self.yb] -= 1.0
+        if self.edge_w is not None:
+            R *= self.edge_w[:, None, None]
+        return np.asarray(self.EFt @ R.reshape(b.n_edges, K * K)).reshape(self.P_shape)
+
+    def nll_parts(self, W, P, offset=None):
+        """Marginals, log-partitions and true scores at ``W``, ``P`` (+ offset)."""
+        theta_v, tables, pwi = self.potentials(W, P)
+        if offset is not None:
+            theta_v -= offset
+        b = self.design.batch
+        mode = "sum" if (self.tied and self.edge_w is None) else "full"
+        node, edge, logz = marginals_batch(b, theta_v, tables, pwi, edge_marginals=mode)
+        if self.tied and mode == "full":
+            summed = np.zeros(tables.shape)
+            np.add.at(summed, pwi, edge * self.edge_w[:, None, None])
+            edge = summed
+        score = self.truth_scores(theta_v, tables, pwi)
+        return node, edge, logz, score
+
+    def truth_scores(self, theta_v, tables, pwi):
+        """Score of the true labelling of every sample under given potentials."""
+        b = self.design.batch
+        y = self.design.y
+        node_s = theta_v[np.arange(self.N), y]
+        edge_s = tables[pwi, self.ya, self.yb] if b.n_edges else np.zeros(0)
+        return _segment_sum(node_s, b.node_offsets) + _segment_sum(edge_s, b.edge_offsets)
+
+    def value_grad(self, w):
+        """Objective and gradient at flat weights ``w`` (what L-BFGS calls)."""
+        self.n_evals += 1
+        W, P = self.split(w)
+        node, edge, logz, score = self.nll_parts(W, P, self.offset)
+        nll = logz - score
+        if self.sw is not None:
+            nll = nll * self.sw
+        if not np.all(np.isfinite(nll)):
+            bad = int(np.flatnonzero(~np.isfinite(nll))[0])
+            raise ValueError(f"sample {bad}: its true labelling has probability 0 under the "
+                             "model (a -inf potential forbids it)")
+        R = node
+        R[np.arange(self.N), self.design.y] -= 1.0
+        if self.node_w is not None:
+            R *= self.node_w[:, None]
+        gW = self.grad_W(R)
+        gP = self.edge_residual_grad(edge)
+        C = self.C
+        value = C * float(nll.sum()) + 0.5 * float(w @ w)
+        g = np.concatenate([C * gW.ravel(), C * gP.ravel()]) + w
+        return value, g
+
+
+def _segment_sum(a, offsets):
+    """Sums of ``a`` over the runs ``offsets[s]:offsets[s + 1]`` (empty runs give 0)."""
+    c = np.zeros(a.shape[0] + 1)
+    np.cumsum(a, out=c[1:])
+    return c[offsets[1:]] - c[offsets[:-1]]
+
+
+def fit_lbfgs(obj, w0, max_iter, tol, verbose=False):
+    """Minimise ``obj`` with scipy's L-BFGS-B; returns (w, n_iter, history)."""
+    from scipy.optimize import minimize
+
+    hist = []
+
+    def callback(intermediate_result):
+        hist.append(float(intermediate_result.fun))
+        if verbose:
+            print(f"iter {len(hist):4d}  objective {hist[-1]:.8g}", flush=True)
+
+    res = minimize(obj.value_grad, w0, jac=True, method="L-BFGS-B", callback=callback,
+                   options=dict(maxiter=int(max_iter), ftol=float(tol), gtol=0.0,
+                                maxcor=10))
+    return res.x, int(res.nit), np.asarray(hist, np.float64)

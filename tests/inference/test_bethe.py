@@ -1,0 +1,154 @@
+"""Bethe projections against brute force over all labellings of small chains and trees."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from skstruct.energies import LinearMeasurements, NearestStatistic, PoissonCounts
+from skstruct.inference import GraphBatch, bethe_entropy, bethe_project, marginals_batch
+
+
+def _brute_optimum(batch, unary, P, energy, psi, K, seed=0):
+    """min over joint distributions q of -E_q[score] - H(q) + L(mu(q)), one graph;
+    on a tree min over q with fixed marginals of -H(q) is -H_B(mu), so this is
+    the same optimum as eq. 2."""
+    n = batch.n_nodes
+    labs = np.array(list(itertools.product(range(K), repeat=n)))
+    e = batch.edges
+    S = unary[np.arange(n), labs].sum(1) + P[labs[:, e[:, 0]], labs[:, e[:, 1]]].sum(1)
+
+    def mus(q):
+        node = np.stack([np.bincount(labs[:, v], q, K) for v in range(n)])
+        edge = np.stack([np.bincount(labs[:, a] * K + labs[:, b], q, K * K).reshape(K, K)
+                         for a, b in e]).reshape(-1, K, K)
+        return node, edge
+
+    def F(z):
+        q = np.exp(z - z.max())
+        q /= q.sum()
+        node, edge = mus(q)
+        ed = edge if energy.uses_edges else None
+        f = -(q @ S) + (q * np.log(q + 1e-300)).sum() + energy.value(node, ed, batch, psi)[0]
+        gn, ge = energy.grad(node, ed, batch, psi)
+        g = -S + np.log(q + 1e-300) + 1.0 + gn[np.arange(n), labs].sum(1)
+        if ge is not None:
+            g += ge[np.arange(batch.n_edges), labs[:, e[:, 0]], labs[:, e[:, 1]]].sum(1)
+        return f, q * (g - q @ g)
+
+    rng = np.random.default_rng(seed)
+    res = minimize(F, 0.1 * rng.normal(size=len(labs)), jac=True, method="L-BFGS-B",
+                   options=dict(maxiter=5000, ftol=1e-15, gtol=1e-10))
+    return res.fun
+
+
+def _case(seed, tree=False):
+    rng = np.random.default_rng(seed)
+    K = 3
+    if tree:
+        batch = GraphBatch.from_graphs([5], [np.array([[0, 1], [1, 2], [1, 3], [3, 4]])])
+    else:
+        batch = GraphBatch.from_chains([4])
+    unary = rng.normal(size=(batch.n_nodes, K))
+    P = rng.normal(size=(K, K))
+    return rng, batch, unary, P, K
+
+
+@pytest.mark.parametrize("method", ["rda", "md", "accelerated"])
+@pytest.mark.parametrize("tree", [False, True])
+def test_linear_measurements_reach_the_brute_force_optimum(method, tree):
+    rng, batch, unary, P, K = _case(0, tree)
+    en = LinearMeasurements(rng.normal(size=(2, K)), b=[0.3, -0.2],
+                            A_edge=rng.normal(size=(2, K, K)) * 0.5,
+                            smoothing=0.5).fit(None, batch, K)
+    psi = np.array([2.0, 1.5])
+    best = _brute_optimum(batch, unary, P, en, psi, K)
+    # constant-step mirror descent needs eta below 1 / (the gradient's Lipschitz constant)
+    kw = dict(lipschitz=40.0) if method == "accelerated" else dict(step_size=0.05)
+    r = bethe_project(unary, P, en, batch=batch, psi=psi, method=method, max_iter=1500,
+                      tol=1e-12, return_history=True, n_jobs=1, **kw)
+    f = r.history["objective"]
+    # O(log t / t) for RDA, O(1 / t^2) accelerated, linear for MD at this step
+    assert abs(f[-1] - best) < (1e-3 if method == "rda" else 1e-5)
+    assert f[-1] >= best - 1e-6
+    # every iterate is a feasible marginal vector: rows are distributions and the
+    # edge marginals agree with the node marginals
+    assert np.allclose(r.node_marginals.sum(1), 1.0)
+    e = batch.edges
+    assert np.allclose(r.edge_marginals.sum(2), r.node_marginals[e[:, 0]])
+    assert np.allclose(r.edge_marginals.sum(1), r.node_marginals[e[:, 1]])
+
+
+@pytest.mark.parametrize("method", ["md"])
+def test_proposition_1_theta_tilde_reproduces_mu(method):
+    rng, batch, unary, P, K = _case(1)
+    Y = rng.poisson(3.0, size=(batch.n_nodes, K))
+    en = PoissonCounts(Y, population=10.0, rate=0.7).fit(None, batch, K)
+    r = bethe_project(unary, P, en, batch=batch, method=method, max_iter=2000, tol=1e-11,
+                      edge_marginals=True, n_jobs=1)
+    assert r.converged
+    # the CRF at theta - grad L(mu*) has marginals mu*
+    node, _, _ = marginals_batch(batch, unary - en.grad(r.node_marginals, None, batch, 1.0)[0],
+                                 P[None], np.zeros(batch.n_edges, np.int64))
+    assert np.allclose(node, r.node_marginals, atol=1e-7)
+    best = _brute_optimum(batch, unary, P, en, 1.0, K)
+    lin = (unary * r.node_marginals).sum() + (P[None] * r.edge_marginals).sum()
+    f = -lin - bethe_entropy(batch, r.node_marginals, r.edge_marginals)[0] + en.value(
+        r.node_marginals, None, batch, 1.0)[0]
+    assert abs(f - best) < 1e-6
+
+
+def test_batch_equals_samples_one_by_one():
+    rng = np.random.default_rng(3)
+    K = 4
+    lengths = [3, 1, 5, 2]
+    batch = GraphBatch.from_chains(lengths)
+    unary = rng.normal(size=(batch.n_nodes, K))
+    P = rng.normal(size=(K, K))
+    ytr = rng.integers(0, K, batch.n_nodes)
+    en = NearestStatistic("marginals").fit(ytr, batch, K)
+    psi = np.array([[1.0], [0.5], [2.0], [0.0]])
+    r = bethe_project(unary, P, en, batch=batch, psi=psi, max_iter=15, tol=0.0, n_jobs=1)
+    off = batch.node_offsets
+    for s in range(4):
+        sub = GraphBatch.from_chains([lengths[s]])
+        # the single sample's dictionary entries are those of its length
+        one = bethe_project(unary[off[s]:off[s + 1]], P, en, batch=sub, psi=psi[s:s + 1],
+                            max_iter=15, tol=0.0, n_jobs=1)
+        assert np.allclose(one.node_marginals, r.node_marginals[off[s]:off[s + 1]])
+    # psi = 0: the plain CRF marginals
+    plain, _, _ = marginals_batch(batch, unary, P[None], np.zeros(batch.n_edges, np.int64))
+    assert np.allclose(r.node_marginals[off[3]:], plain[off[3]:])
+
+
+def test_neg_inf_potentials_stay_finite():
+    rng, batch, unary, P, K = _case(4)
+    unary[1, 0] = -np.inf
+    P[2, 1] = -np.inf
+    Y = rng.poisson(2.0, size=(4, K))
+    Y[1, 0] = 0     # no count where a hard constraint forbids the state
+    en = PoissonCounts(Y, population=5.0).fit(None, batch, K)
+    r = bethe_project(unary, P, en, batch=batch, method="md", max_iter=200,
+                      return_history=True, n_jobs=1)
+    assert np.all(np.isfinite(r.node_marginals))
+    assert r.node_marginals[1, 0] == 0.0
+    assert np.all(np.isfinite(r.history["objective"]))
+
+
+def test_bethe_project_errors():
+    rng, batch, unary, P, K = _case(5)
+    en = NearestStatistic().fit(np.zeros(4, int), batch, K)
+    with pytest.raises(ValueError, match="method"):
+        bethe_project(unary, P, en, method="newton")
+    with pytest.raises(ValueError, match="Lipschitz"):
+        bethe_project(unary, P, en, method="accelerated")
+    with pytest.raises(ValueError, match="max_iter"):
+        bethe_project(unary, P, en, max_iter=0)
+    with pytest.raises(ValueError, match="NaN"):
+        bad = unary.copy()
+        bad[0, 0] = np.nan
+        bethe_project(bad, P, en)
+    cyc = GraphBatch.from_graphs([3], [np.array([[0, 1], [1, 2], [2, 0]])])
+    with pytest.raises(ValueError, match="cycle"):
+        bethe_project(unary[:3], P, en, batch=cyc)

@@ -1,0 +1,265 @@
+"""NonLocalCRF: the CRF against brute force and another solver, the energy learners,
+and sklearn citizenship."""
+
+import itertools
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import Pipeline
+from sklearn.utils.estimator_checks import (
+    check_do_not_raise_errors_in_init_or_set_params,
+    check_get_params_invariance,
+    check_no_attributes_set_in_init,
+    check_parameters_default_constructible,
+    check_set_params,
+)
+
+from skstruct import ApproxStructuredPredictor, NonLocalCRF
+from skstruct._nonlocal import _subset, _Surrogate
+from skstruct.energies import LinearMeasurements, NearestStatistic
+from skstruct.inference import map_batch, marginals_batch
+from skstruct.models import ChainModel, GraphModel
+from skstruct.preprocessing import NodeTransformer
+from skstruct.solvers._crf import CRFObjective
+
+
+def chains(seed=0, n=10, F=3, K=3, max_len=5):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(int(rng.integers(1, max_len + 1)), F)) for _ in range(n)]
+    y = [rng.integers(0, K, len(x)) for x in X]
+    for k in range(K):
+        y[k][0] = k
+    return X, y
+
+
+def dictionary_words(seed=0, n=120, noise=1.2):
+    """Noisy letters of a few dictionary words: the setting of L^w."""
+    rng = np.random.default_rng(seed)
+    words = [np.array(w) for w in ([0, 1, 2, 3], [3, 2, 1, 0], [1, 1, 2, 2], [0, 3, 0],
+                                   [2, 0, 1])]
+    K, F = 4, 6
+    centres = rng.normal(size=(K, F))
+    X, y = [], []
+    for _ in range(n):
+        w = words[rng.integers(len(words))]
+        X.append(centres[w] + noise * rng.normal(size=(len(w), F)))
+        y.append(w.copy())
+    return X, y
+
+
+def test_crf_objective_against_brute_force():
+    X, y = chains(1, n=5, max_len=4)
+    model = ChainModel().fit(X, y)
+    design, _ = model.design(X, y)
+    obj = CRFObjective(design, C=0.7, sample_weight=np.arange(1, 6) / 3.0)
+    rng = np.random.default_rng(0)
+    w = 0.4 * rng.normal(size=3 * 3 + 9)
+    f, g = obj.value_grad(w)
+    W, P = obj.split(w)
+    ref = 0.5 * w @ w
+    def sc(x, lab):
+        return sum(x[t] @ W[:, lab[t]] for t in range(len(x))) + sum(
+            P[0, lab[t], lab[t + 1]] for t in range(len(x) - 1))
+
+    for i, (x, yy) in enumerate(zip(X, y)):
+        labs = itertools.product(range(3), repeat=len(x))
+        logz = np.logaddexp.reduce([sc(x, lab) for lab in labs])
+        ref += 0.7 * (i + 1) / 3.0 * (logz - sc(x, yy))
+    assert np.isclose(f, ref)
+    eps = 1e-6
+    fd = np.array([(obj.value_grad(w + eps * e)[0] - obj.value_grad(w - eps * e)[0]) / (2 * eps)
+                   for e in np.eye(w.size)])
+    assert np.allclose(g, fd, atol=1e-5)
+
+
+def test_plain_crf_matches_approx_predictor_at_temperature_one():
+    # Hazan & Urtasun's program at epsilon = 1, p = 2, no loss is the same CRF
+    # objective on chains: two different solvers, one optimum
+    X, y = chains(2)
+    crf = NonLocalCRF(C=2.0, max_iter=500, tol=1e-12).fit(X, y)
+    ref = ApproxStructuredPredictor(epsilon=1.0, C=2.0, loss=None, max_iter=500,
+                                    tol=1e-13).fit(X, y)
+    assert np.allclose(crf.coef_, ref.coef_, atol=2e-4)
+    assert np.array_equal(np.concatenate(crf.predict(X)), np.concatenate(ref.predict(X)))
+
+
+def test_sgd_approaches_the_lbfgs_optimum():
+    X, y = chains(3, n=40)
+    full = NonLocalCRF(C=1.0, max_iter=300, tol=1e-12).fit(X, y)
+    sgd = NonLocalCRF(C=1.0, solver="sgd", max_iter=60, batch_size=8, learning_rate=0.3,
+                      random_state=0).fit(X, y)
+    f_opt = full.history_["objective"][-1]
+    assert sgd.history_["objective"][-1] <= 1.02 * f_opt
+    assert sgd.history_["objective"][-1] >= f_opt - 1e-6
+
+
+def test_trees_and_the_cycle_error():
+    rng = np.random.default_rng(4)
+    tree = np.array([[0, 1], [1, 2], [1, 3]])
+    X = [(rng.normal(size=(4, 2)), tree) for _ in range(6)]
+    y = [rng.integers(0, 2, 4) for _ in range(6)]
+    crf = NonLocalCRF(max_iter=50).fit(X, y)
+    marg = crf.predict_marginals(X)
+    assert all(np.allclose(m.sum(1), 1.0) for m in marg)
+    cyc = X[:2] + [(rng.normal(size=(3, 2)), np.array([[0, 1], [1, 2], [2, 0]]))]
+    with pytest.raises(ValueError, match="sample 2 has a cycle"):
+        NonLocalCRF().fit(cyc, y[:2] + [np.zeros(3, int)])
+    assert isinstance(crf.model_, GraphModel)
+
+
+@pytest.mark.parametrize("learning", ["stochastic", "alternating"])
+def test_nearest_word_energy_corrects_the_chain(learning):
+    Xtr, ytr = dictionary_words(0, n=150)
+    Xte, yte = dictionary_words(1, n=150)
+    base = NonLocalCRF(C=0.1).fit(Xtr, ytr)
+    est = NonLocalCRF(C=0.1, energy=NearestStatistic("marginals"), learning=learning,
+                      energy_max_iter=3, batch_size=16, random_state=0).fit(Xtr, ytr)
+    assert est.psi_coef_.shape == (1, 1) and est.psi_coef_[0, 0] > 0
+    assert est.score(Xte, yte) > base.score(Xte, yte) + 0.02
+    # Proposition 1: predict is MAP in the CRF at the projection's potentials
+    design, _ = est.model_.design(Xte)
+    design.y = np.zeros(design.batch.n_nodes, np.int64)
+    u, t, i = est._theta_tilde(Xte)[2:5]
+    lab = map_batch(design.batch, u, t, i)
+    assert np.array_equal(est.classes_[lab], np.concatenate(est.predict(Xte)))
+    marg = est.predict_marginals(Xte)
+    assert all(np.allclose(m.sum(1), 1.0) and np.all(m >= 0) for m in marg)
+
+
+def test_mean_map_psi_and_fit_theta():
+    Xtr, ytr = dictionary_words(2, n=100)
+    est = NonLocalCRF(C=0.1, energy=NearestStatistic("unigram"), psi="mean_map",
+                      n_components=20, energy_max_iter=2, fit_theta=True, batch_size=20,
+                      random_state=0).fit(Xtr, ytr)
+    assert est.psi_coef_.shape == (1, 21)
+    assert est.mean_map_.n_components == 20
+    base = NonLocalCRF(C=0.1).fit(Xtr, ytr)
+    assert not np.allclose(est.coef_, base.coef_)     # theta moved
+    assert np.all(np.isfinite(est.coef_))
+    # the same random_state gives the same model
+    again = clone(est).fit(Xtr, ytr)
+    assert np.array_equal(again.psi_coef_, est.psi_coef_)
+
+
+def test_surrogate_gradient_against_finite_differences():
+    Xtr, ytr = dictionary_words(3, n=12)
+    est = NonLocalCRF(C=0.5, energy=NearestStatistic("marginals"), psi="mean_map",
+                      n_components=4, energy_max_iter=1, learning="alternating",
+                      fit_theta=True, random_state=0).fit(Xtr, ytr)
+    design, _ = est._design(Xtr, ytr)
+    obj = CRFObjective(design, est.C)
+    W, P = est._weights()
+    Phi = est._psi_features(Xtr, design, fitting=False)
+    proj = est._project(obj, W, P, est._psi(est.psi_coef_, Phi))
+    sur = _Surrogate(est, obj, est.energy_, proj, Phi, 0.3)
+    rng = np.random.default_rng(0)
+    x = sur.pack(np.abs(rng.normal(size=est.psi_coef_.shape)) + 0.5, est.coef_)
+    f, g = sur.value_grad(x)
+    eps = 1e-6
+    for k in list(range(5)) + list(rng.choice(x.size, 8, replace=False)):
+        e = np.zeros_like(x)
+        e[k] = eps
+        fd = (sur.value_grad(x + e)[0] - sur.value_grad(x - e)[0]) / (2 * eps)
+        assert np.isclose(g[k], fd, rtol=1e-4, atol=1e-5)
+
+
+def test_linear_measurements_through_the_estimator():
+    # a soft constraint "at least one label 0 per sequence"
+    X, y = chains(5, n=30)
+    en = LinearMeasurements(A=[[1.0, 0.0, 0.0]], A_edge=np.zeros((1, 3, 3)))
+    est = NonLocalCRF(energy=en, energy_max_iter=2, batch_size=10, random_state=0).fit(X, y)
+    marg = est.predict_marginals(X)
+    base = NonLocalCRF().fit(X, y).predict_marginals(X)
+    # the constraint's energy pushes the expected count of label 0 up
+    assert sum(m[:, 0].sum() for m in marg) >= sum(m[:, 0].sum() for m in base) - 1e-9
+
+
+def test_subset_design_equals_a_fresh_design():
+    X, y = chains(6, n=9)
+    model = ChainModel(bias=True).fit(X, y)
+    design, _ = model.design(X, y)
+    idx = np.array([1, 4, 5, 8])
+    sub = _subset(design, idx)
+    fresh, _ = model.design([X[i] for i in idx], [y[i] for i in idx])
+    rng = np.random.default_rng(0)
+    a, b = CRFObjective(sub, 1.0), CRFObjective(fresh, 1.0)
+    w = rng.normal(size=a.W_shape[0] * a.W_shape[1] + 9)
+    fa, ga = a.value_grad(w)
+    fb, gb = b.value_grad(w)
+    assert np.isclose(fa, fb) and np.allclose(ga, gb)
+
+
+def test_sklearn_citizenship():
+    X, y = chains(7, n=24)
+    est = NonLocalCRF(C=0.5, max_iter=30)
+    for check in (check_no_attributes_set_in_init, check_get_params_invariance,
+                  check_set_params, check_do_not_raise_errors_in_init_or_set_params,
+                  check_parameters_default_constructible):
+        check("NonLocalCRF", est)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        search = GridSearchCV(est, {"C": [0.1, 1.0]}, cv=3).fit(X, y)
+        scores = cross_val_score(NonLocalCRF(energy=NearestStatistic(), energy_max_iter=1),
+                                 X, y, cv=3)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert np.all(np.isfinite(scores))
+    fitted = NonLocalCRF(energy=NearestStatistic(), energy_max_iter=1).fit(X, y)
+    again = pickle.loads(pickle.dumps(fitted))
+    assert all(np.array_equal(a, b) for a, b in zip(again.predict(X), fitted.predict(X)))
+    assert est.get_params()["C"] == 0.5 and not hasattr(est, "coef_")
+
+
+def test_pipeline_with_sparse_dict_features():
+    rng = np.random.default_rng(8)
+    words = ["the", "cat", "sat", "on", "mat", "a", "dog"]
+    tags = {"the": "D", "a": "D", "cat": "N", "mat": "N", "dog": "N", "sat": "V", "on": "P"}
+    X, y = [], []
+    for _ in range(30):
+        sent = list(rng.choice(words, size=int(rng.integers(2, 7))))
+        X.append([{"w": w, "suffix": w[-2:], "upper": w.isupper()} for w in sent])
+        y.append(np.array([tags[w] for w in sent]))
+    pipe = Pipeline([("vec", NodeTransformer(DictVectorizer())),
+                     ("crf", NonLocalCRF(C=10.0))]).fit(X, y)
+    assert pipe.score(X, y) == 1.0
+    assert pipe.predict(X)[0].dtype.kind == "U"
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(C=0), "C must be"), (dict(solver="newton"), "solver"), (dict(psi="rbf"), "psi"),
+    (dict(inference="bp"), "inference"), (dict(learning="em"), "learning"),
+    (dict(energy="words"), "energy must be"), (dict(max_oracle_calls=0), "max_oracle_calls"),
+    (dict(batch_size=0), "batch_size"), (dict(gamma=-1.0), "gamma"),
+    (dict(psi_init=np.nan), "psi_init"), (dict(fit_theta="yes"), "fit_theta"),
+])
+def test_bad_parameters(params, match):
+    X, y = chains(9, n=6)
+    with pytest.raises(ValueError, match=match):
+        NonLocalCRF(**params).fit(X, y)
+
+
+def test_bad_inputs_name_the_sample():
+    X, y = chains(10, n=6)
+    bad = list(X)
+    bad[3] = bad[3].copy()
+    bad[3][0, 0] = np.nan
+    with pytest.raises(ValueError, match="sample 3"):
+        NonLocalCRF().fit(bad, y)
+    est = NonLocalCRF(max_iter=5).fit(X, y)
+    with pytest.raises(ValueError, match="sample 0 has 2 node features"):
+        est.predict([np.zeros((2, 2))])
+
+
+def test_marginals_without_energy_are_the_crf_marginals():
+    X, y = chains(11, n=8)
+    est = NonLocalCRF(max_iter=50).fit(X, y)
+    design, _ = est.model_.design(X)
+    design.y = np.zeros(design.batch.n_nodes, np.int64)
+    obj = CRFObjective(design, 1.0)
+    u, t, i = obj.potentials(*est._weights())
+    node = marginals_batch(design.batch, u, t, i)[0]
+    assert np.allclose(np.concatenate(est.predict_marginals(X)), node)
