@@ -109,8 +109,9 @@ class Energy(BaseEstimator):
             out[:, j] = tot
         return out
 
-    def lipschitz(self, psi):
-        """A bound on the Lipschitz constant of ``grad_mu L_psi`` (inf if not smooth)."""
+    def lipschitz(self, psi, batch):
+        """A bound on the Lipschitz constant of ``grad_mu L_psi`` over the samples
+        of ``batch`` (inf if the gradient is not Lipschitz)."""
         return np.inf
 
 
@@ -214,13 +215,19 @@ class LinearMeasurements(Energy):
             ge = np.repeat(pe, np.diff(batch.edge_offsets), axis=0)
         return gn, ge
 
-    def lipschitz(self, psi):
-        psi = np.maximum(np.asarray(psi, np.float64), 0.0)
-        norm2 = np.sum(self.A_ ** 2, axis=1)
+    def lipschitz(self, psi, batch):
+        self._check_fitted()
+        psi = np.maximum(_check_psi(psi, batch.n_samples, self.n_terms), 0.0)
+        # the Hessian of psi_j h(m_j) is psi_j h'' a_j a_j^T with a_j repeated over the
+        # sample's nodes (and edges): its norm is psi_j / gamma * ||a_j||^2
+        n = batch.lengths.astype(np.float64)[:, None]
+        norm2 = n * np.sum(self.A_ ** 2, axis=1)[None]
         if self.A_edge_ is not None:
-            norm2 = norm2 + np.sum(self.A_edge_ ** 2, axis=(1, 2))
-        # a node count sums up to max_nodes marginals, hence the length factor in the caller
-        return float(np.max(psi * norm2)) / float(self.smoothing) if psi.size else 0.0
+            ne = np.diff(batch.edge_offsets).astype(np.float64)[:, None]
+            norm2 = norm2 + ne * np.sum(self.A_edge_ ** 2, axis=(1, 2))[None]
+        # terms add up: sum over j bounds the sum's Hessian norm
+        per_sample = np.sum(psi * norm2, axis=1) / float(self.smoothing)
+        return float(per_sample.max()) if per_sample.size else 0.0
 
 
 class NearestStatistic(Energy):
@@ -239,19 +246,24 @@ class NearestStatistic(Energy):
         node-marginal vector, compared with the one-hot vectors ``w_i`` of the
         distinct training labellings *of the same length*; a sample whose
         length no training labelling has gets no energy (value and gradient 0).
+    same_length : bool, default=False
+        ``"unigram"`` only: compare with the counts of training labellings of the
+        sample's own length (the paper's ``L^u`` compares with all of them;
+        ``"marginals"`` always compares equal lengths).
 
     Attributes
     ----------
     dictionary_ : list of arrays
-        ``"unigram"``: one array (n_words, n_classes) of counts;
-        ``"marginals"``: one (n_words_n, n) array of label codes per length n
-        (``lengths_`` lists the lengths).
+        ``"unigram"``: one array (n_words, n_classes) of counts (``lengths_``
+        their lengths); ``"marginals"``: one (n_words_n, n) array of label codes
+        per length n (``lengths_`` lists the lengths).
     """
 
     convex = False
 
-    def __init__(self, statistic="marginals"):
+    def __init__(self, statistic="marginals", same_length=False):
         self.statistic = statistic
+        self.same_length = same_length
 
     def fit(self, y, batch, n_classes):
         if self.statistic not in ("unigram", "marginals"):
@@ -261,13 +273,15 @@ class NearestStatistic(Energy):
         off = batch.node_offsets
         lengths = batch.lengths
         K = int(n_classes)
+        if not isinstance(self.same_length, (bool, np.bool_)):
+            raise ValueError(f"same_length must be a bool, got {self.same_length!r}")
         if self.statistic == "unigram":
             S = batch.n_samples
             counts = np.zeros((S, K))
             sample = np.repeat(np.arange(S), lengths)
             np.add.at(counts, (sample, y), 1.0)
             self.dictionary_ = [np.unique(counts[lengths > 0], axis=0)]
-            self.lengths_ = np.zeros(0, np.int64)
+            self.lengths_ = self.dictionary_[0].sum(axis=1).astype(np.int64)
         else:
             self.lengths_ = np.unique(lengths[lengths > 0])
             words = []
@@ -286,8 +300,14 @@ class NearestStatistic(Energy):
             U = segment_sum(node, batch.node_offsets)        # (S, K)
             D = self.dictionary_[0]
             dist = np.abs(U[:, None, :] - D[None, :, :]).sum(axis=2)
-            best = np.argmin(dist, axis=1)
-            return dist[np.arange(S), best], best
+            if self.same_length:
+                dist[batch.lengths[:, None] != self.lengths_[None, :]] = np.inf
+            best = np.argmin(dist, axis=1) if D.shape[0] else np.full(S, -1, np.int64)
+            d = dist[np.arange(S), best] if D.shape[0] else np.zeros(S)
+            none = ~np.isfinite(d)
+            best[none] = -1
+            d[none] = 0.0
+            return d, best
         dist = np.zeros(S)
         best = np.full(S, -1, np.int64)
         lengths = batch.lengths
@@ -315,7 +335,7 @@ class NearestStatistic(Energy):
         w = psi[:, 0]
         if self.statistic == "unigram":
             U = segment_sum(node, batch.node_offsets)
-            sgn = np.sign(U - self.dictionary_[0][best]) * w[:, None]
+            sgn = np.sign(U - self.dictionary_[0][best]) * np.where(best >= 0, w, 0.0)[:, None]
             return np.repeat(sgn, batch.lengths, axis=0), None
         target = np.zeros_like(node)
         lengths = batch.lengths

@@ -82,6 +82,12 @@ def test_nearest_statistic_unigram_against_definition():
     ref = np.abs(U[:, None] - en.dictionary_[0][None]).sum(2).min(1)
     assert np.allclose(en.terms(node, None, batch)[:, 0], ref)
     _fd_check(en, batch, node, edge, 1.7, False)
+    # same_length: the 2-letter sample sees only "22", the 4-letter one no word at all
+    same = NearestStatistic("unigram", same_length=True).fit(ytr, train, K)
+    vals = same.terms(node, None, batch)[:, 0]
+    assert np.isclose(vals[0], np.abs(U[0] - [0, 0, 2]).sum())
+    assert vals[1] == 0.0
+    assert np.all(same.grad(node, None, batch, 1.0)[0][2:] == 0.0)
 
 
 def test_nearest_statistic_marginals_against_definition():

@@ -194,7 +194,7 @@ def bethe_project(unary, pairwise, energy, *, batch=None, pw_index=None, psi=1.0
         raise ValueError(f"sample {bad[0]} has a cycle: Bethe projections need chains or "
                          "trees (an exact marginal oracle)")
     if method == "accelerated":
-        L = energy.lipschitz(psi) if lipschitz is None else lipschitz
+        L = energy.lipschitz(psi, batch) if lipschitz is None else lipschitz
         if isinstance(L, bool) or not isinstance(L, Real) or not np.isfinite(L) or L < 0:
             raise ValueError(f"method='accelerated' needs a finite Lipschitz constant >= 0 of "
                              f"the energy's gradient; got {L!r} (pass lipschitz=...)")

@@ -10,7 +10,9 @@ import scipy.sparse as sp
 from numba import prange
 
 from ..inference._api import _n_chunks, marginals_batch
+from ..inference._chain import _fb_log, _fb_scaled
 from ..inference._jit import pjit
+from ._oracle import unary_scores
 
 
 @pjit
@@ -26,6 +28,87 @@ def xt_dot(tptr, tind, tdata, R, out):
             r = R[tind[p]]
             for q in range(Kp):
                 out[f, q] += xv * r[q]
+
+
+@pjit
+def chain_value_grad(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, W, cmap, csign,
+                     dense, P, pwi, y, chunks, theta, node, G, GP, nll):
+    """The chain CRF's negative log-likelihood and its gradient in one pass.
+
+    Per chunk ``c`` of samples: node scores into ``theta``, forward-backward
+    (scaled, or in log space where scaling fails) into ``node``, and the
+    gradient ``sum_v x_v (mu_v - e_{y_v})`` accumulated into ``G[c]`` (F, K)
+    and ``GP[c]`` (M, K, K) while the sample's rows are still in cache;
+    ``nll[c]`` gets ``sum (log Z - score(y))`` of the chunk (``inf`` if a true
+    labelling is impossible).  Identity class-to-column map only.
+    """
+    K = P.shape[1]
+    M = P.shape[0]
+    pmax = np.empty(M)
+    epair = np.empty_like(P)
+    for m in range(M):
+        mx = -np.inf
+        for i in range(K):
+            for j in range(K):
+                if P[m, i, j] > mx:
+                    mx = P[m, i, j]
+        pmax[m] = mx if mx > -np.inf else 0.0
+        for i in range(K):
+            for j in range(K):
+                epair[m, i, j] = np.exp(P[m, i, j] - pmax[m])
+    for c in prange(chunks.shape[0] - 1):
+        tmax = 1
+        for s in range(chunks[c], chunks[c + 1]):
+            tmax = max(tmax, node_offsets[s + 1] - node_offsets[s])
+        eu = np.empty((tmax, K))
+        beta = np.empty(K)
+        nbeta = np.empty(K)
+        tmp = np.empty(K)
+        xi = np.empty((K, K))
+        stage = np.zeros((1, M, K, K))
+        r = np.empty(K)
+        total = 0.0
+        for s in range(chunks[c], chunks[c + 1]):
+            n0 = node_offsets[s]
+            n1 = node_offsets[s + 1]
+            T = n1 - n0
+            if T == 0:
+                continue
+            e0 = edge_offsets[s]
+            unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, 1.0, theta,
+                         dense)
+            score = 0.0
+            for v in range(n0, n1):
+                score += theta[v, y[v]]
+            for t in range(T - 1):
+                score += P[pwi[e0 + t], y[n0 + t], y[n0 + t + 1]]
+            stage[:] = 0.0
+            logz = _fb_scaled(theta, epair, pmax, pwi, n0, e0, T, node, 2, stage, 0, eu, beta,
+                              nbeta, tmp, xi)
+            if np.isnan(logz):
+                stage[:] = 0.0
+                logz = _fb_log(theta, P, pwi, n0, e0, T, node, 2, stage, 0, beta, nbeta, tmp,
+                               xi)
+            if logz == -np.inf or score == -np.inf:
+                total = np.inf
+                continue
+            total += logz - score
+            GP[c] += stage[0]
+            for t in range(T - 1):
+                GP[c, pwi[e0 + t], y[n0 + t], y[n0 + t + 1]] -= 1.0
+            Gc = G[c]
+            for v in range(n0, n1):
+                for k in range(K):
+                    r[k] = node[v, k]
+                r[y[v]] -= 1.0
+                o = xoff[v]
+                row = xrow[v]
+                for p in range(xptr[row], xptr[row + 1]):
+                    xv = xdata[p]
+                    g = Gc[xind[p] + o]
+                    for k in range(K):
+                        g[k] += xv * r[k]
+        nll[c] = total
 
 
 class CRFObjective:
@@ -161,9 +244,42 @@ class CRFObjective:
         edge_s = tables[pwi, self.ya, self.yb] if b.n_edges else np.zeros(0)
         return _segment_sum(node_s, b.node_offsets) + _segment_sum(edge_s, b.edge_offsets)
 
+    @property
+    def fused(self):
+        """Whether the one-pass chain kernel applies (chains, tied tables, classes
+        mapped one to one onto weight columns, no sample weights, no offset)."""
+        d = self.design
+        return (self.tied and self.identity and self.sw is None and self.offset is None
+                and bool(np.all(d.kind == 0)))
+
+    def _value_grad_fused(self, w):
+        import numba
+
+        W, P = self.split(w)
+        D = self.D
+        b = self.design.batch
+        chunks = b.chunks(numba.get_num_threads())
+        n_chunks = chunks.shape[0] - 1
+        G = np.zeros((n_chunks,) + self.W_shape)
+        GP = np.zeros((n_chunks,) + self.P_shape)
+        nll = np.zeros(n_chunks)
+        chain_value_grad(b.node_offsets, b.edge_offsets, D[3], D[4], D[5], D[25], D[26],
+                         np.ascontiguousarray(W), D[13], D[14], D[27], np.ascontiguousarray(P),
+                         D[10], D[11], chunks, np.empty((self.N, self.K)),
+                         np.empty((self.N, self.K)), G, GP, nll)
+        if not np.all(np.isfinite(nll)):
+            raise ValueError("a sample's true labelling has probability 0 under the model (a "
+                             "-inf potential forbids it)")
+        C = self.C
+        value = C * float(nll.sum()) + 0.5 * float(w @ w)
+        g = np.concatenate([C * G.sum(axis=0).ravel(), C * GP.sum(axis=0).ravel()]) + w
+        return value, g
+
     def value_grad(self, w):
         """Objective and gradient at flat weights ``w`` (what L-BFGS calls)."""
         self.n_evals += 1
+        if self.fused:
+            return self._value_grad_fused(w)
         W, P = self.split(w)
         node, edge, logz, score = self.nll_parts(W, P, self.offset)
         nll = logz - score
