@@ -121,6 +121,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     mean_map_ : fitted RBFSampler or None
     n_iter_ : int
         Base CRF iterations (L-BFGS) or epochs (SGD).
+    fit_seconds_ : float
+        Wall time of the base CRF's training.
     history_ : dict of arrays
         ``"objective"`` of the base CRF per iteration; with an energy also
         ``"psi_mean"``, the mean weight over training samples per epoch / outer
