@@ -5,9 +5,9 @@ fold 0 are projected with two energies.
 
 * Convex and smooth: a soft constraint "at least two vowels per word" on the
   expected letter counts (:class:`~skstruct.energies.LinearMeasurements` with
-  a smoothed hinge, ``psi = 5``).  All three algorithms apply; the optimum
-  ``F*`` is taken from 1000 Bethe-MD steps, and the plot shows ``F_t - F*``
-  (summed over the words) against marginal-oracle calls.  The accelerated
+  a smoothed hinge, ``psi = 5``).  All three algorithms apply; ``F*`` is the
+  lowest objective any run reaches (1000 Bethe-RDA steps), and the plot shows
+  ``F_t - F*`` (summed over the words) against marginal-oracle calls.  The accelerated
   method is run with the energy's Lipschitz bound (its guarantee, ``4 L D^2 /
   t^2``, is slow for a bound this large: its first iterates are the CRF at a
   high temperature) and with a small hand-picked ``L``.
@@ -60,15 +60,17 @@ def main(out_dir="."):
         return r.history["objective"]
 
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    ref = run(soft, 5.0, "md", 1000)
-    f_star = ref[-1]
+    ref = run(soft, 5.0, "rda", 1000)
     L = soft.lipschitz(5.0, batch)
     runs = (("Bethe-RDA", "rda", {}, "-"), ("Bethe-MD (eta = 1)", "md", {}, "--"),
             (f"accelerated, L = {L:.0f} (the energy's bound)", "accelerated", {}, ":"),
             ("accelerated, L = 1 (tuned, no guarantee)", "accelerated",
              dict(lipschitz=1.0), "-."))
-    for label, method, kw, style in runs:
-        f = run(soft, 5.0, method, 200, **kw)
+    curves = [(label, run(soft, 5.0, method, 200, **kw), style)
+              for label, method, kw, style in runs]
+    # the best objective any run reached (RDA's 1000th iterate, in practice)
+    f_star = min(ref.min(), min(f.min() for _, f, _ in curves))
+    for label, f, style in curves:
         gap = np.maximum(f - f_star, 1e-12)
         a1.semilogy(np.arange(1, f.size + 1), gap, style, label=label)
         print(f"vowel constraint, {label:45s}: F - F* after 10 / 50 / 200 calls "
