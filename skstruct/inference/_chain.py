@@ -277,6 +277,27 @@ def _fb_log(unary, pairwise, pw_index, n0, e0, T, node_out, edge_mode, edge_out,
 
 
 @jit
+def exp_tables(pairwise):
+    """``exp(pairwise[m] - max_m)`` for every table ``m`` and the maxima (0 for a
+    table that is all ``-inf``): the scaled forward-backward's transition tables."""
+    K = pairwise.shape[1]
+    M = pairwise.shape[0]
+    pmax = np.empty(M)
+    epair = np.empty_like(pairwise)
+    for m in range(M):
+        mx = -np.inf
+        for i in range(K):
+            for j in range(K):
+                if pairwise[m, i, j] > mx:
+                    mx = pairwise[m, i, j]
+        pmax[m] = mx if mx > -np.inf else 0.0
+        for i in range(K):
+            for j in range(K):
+                epair[m, i, j] = np.exp(pairwise[m, i, j] - pmax[m])
+    return epair, pmax
+
+
+@jit
 def _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index, active,
               lo, hi, edge_mode, node_out, edge_out, c, logz_out, use_log, eu):
     """Sum-product over samples ``lo:hi``; returns whether a scaled pass failed
@@ -329,19 +350,7 @@ def forward_backward_batch(node_offsets, edge_offsets, unary, pairwise, pw_index
     ``-inf``) gets ``logz = -inf`` and all-zero marginals.
     """
     K = unary.shape[1]
-    M = pairwise.shape[0]
-    pmax = np.empty(M)
-    epair = np.empty_like(pairwise)
-    for m in range(M):
-        mx = -np.inf
-        for i in range(K):
-            for j in range(K):
-                if pairwise[m, i, j] > mx:
-                    mx = pairwise[m, i, j]
-        pmax[m] = mx if mx > -np.inf else 0.0
-        for i in range(K):
-            for j in range(K):
-                epair[m, i, j] = np.exp(pairwise[m, i, j] - pmax[m])
+    epair, pmax = exp_tables(pairwise)
     n_samples = node_offsets.shape[0] - 1
     use_log = np.zeros(n_samples, np.bool_)
     for c in prange(chunks.shape[0] - 1):

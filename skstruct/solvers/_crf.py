@@ -10,7 +10,8 @@ import scipy.sparse as sp
 from numba import prange
 
 from ..inference._api import _n_chunks, marginals_batch
-from ..inference._chain import _fb_log, _fb_scaled
+from ..inference._bethe import segment_sum
+from ..inference._chain import _fb_log, _fb_scaled, exp_tables
 from ..inference._jit import pjit
 from ._oracle import unary_scores
 
@@ -44,18 +45,7 @@ def chain_value_grad(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, 
     """
     K = P.shape[1]
     M = P.shape[0]
-    pmax = np.empty(M)
-    epair = np.empty_like(P)
-    for m in range(M):
-        mx = -np.inf
-        for i in range(K):
-            for j in range(K):
-                if P[m, i, j] > mx:
-                    mx = P[m, i, j]
-        pmax[m] = mx if mx > -np.inf else 0.0
-        for i in range(K):
-            for j in range(K):
-                epair[m, i, j] = np.exp(P[m, i, j] - pmax[m])
+    epair, pmax = exp_tables(P)
     for c in prange(chunks.shape[0] - 1):
         tmax = 1
         for s in range(chunks[c], chunks[c + 1]):
@@ -242,7 +232,7 @@ class CRFObjective:
         y = self.design.y
         node_s = theta_v[np.arange(self.N), y]
         edge_s = tables[pwi, self.ya, self.yb] if b.n_edges else np.zeros(0)
-        return _segment_sum(node_s, b.node_offsets) + _segment_sum(edge_s, b.edge_offsets)
+        return segment_sum(node_s, b.node_offsets) + segment_sum(edge_s, b.edge_offsets)
 
     @property
     def fused(self):
@@ -299,13 +289,6 @@ class CRFObjective:
         value = C * float(nll.sum()) + 0.5 * float(w @ w)
         g = np.concatenate([C * gW.ravel(), C * gP.ravel()]) + w
         return value, g
-
-
-def _segment_sum(a, offsets):
-    """Sums of ``a`` over the runs ``offsets[s]:offsets[s + 1]`` (empty runs give 0)."""
-    c = np.zeros(a.shape[0] + 1)
-    np.cumsum(a, out=c[1:])
-    return c[offsets[1:]] - c[offsets[:-1]]
 
 
 def fit_lbfgs(obj, w0, max_iter, tol, verbose=False):
