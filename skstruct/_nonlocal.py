@@ -301,12 +301,10 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         Xn = design.features
         if fitting:
             gamma = self.gamma
-            if gamma == "scale":
-                Xd = Xn if not hasattr(Xn, "toarray") else Xn
-                mean = np.asarray(Xd.mean(axis=0)).ravel()
-                sq = np.asarray(Xd.multiply(Xd).mean(axis=0)).ravel() if hasattr(
-                    Xd, "multiply") else (Xd ** 2).mean(axis=0)
-                var = float(np.mean(sq - mean ** 2)) if mean.size else 1.0
+            if isinstance(gamma, str):
+                # sklearn SVC's "scale": 1 / (n_features * variance of all entries);
+                # the design's node features are always one CSR matrix
+                var = float(Xn.multiply(Xn).mean() - Xn.mean() ** 2) if Xn.size else 0.0
                 gamma = 1.0 / (Xn.shape[1] * var) if var > 0 else 1.0
             self.mean_map_ = RBFSampler(gamma=gamma, n_components=self.n_components,
                                         random_state=self._rff_seed).fit(Xn)

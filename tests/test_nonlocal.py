@@ -227,6 +227,15 @@ def test_pipeline_with_sparse_dict_features():
                      ("crf", NonLocalCRF(C=10.0))]).fit(X, y)
     assert pipe.score(X, y) == 1.0
     assert pipe.predict(X)[0].dtype.kind == "U"
+    # a mean-map psi on sparse features, gamma="scale" as sklearn's SVC computes it
+    nl = Pipeline([("vec", NodeTransformer(DictVectorizer())),
+                   ("crf", NonLocalCRF(C=10.0, energy=NearestStatistic(), psi="mean_map",
+                                       n_components=8, energy_max_iter=1,
+                                       random_state=0))]).fit(X, y)
+    Xv = nl[0].transform(X)
+    Z = np.vstack([x.toarray() for x in Xv])
+    assert np.isclose(nl[-1].mean_map_.gamma, 1.0 / (Z.shape[1] * Z.var()))
+    assert nl.score(X, y) == 1.0
 
 
 @pytest.mark.parametrize("params, match", [
