@@ -261,7 +261,7 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         return self._W, self._P
 
     def _blocks(self, design, rng):
-        """Sub-designs of ``batch_size`` samples, in a random fixed partition."""
+        """Sample indices (sorted) of ``batch_size``-sample blocks, a random partition."""
         S = design.batch.n_samples
         perm = rng.permutation(S)
         return [np.sort(perm[i:i + self.batch_size]) for i in range(0, S, self.batch_size)]
@@ -399,11 +399,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
                 if self.fit_theta:
                     gW = sobj.grad_W(-d_node)
                     full = proj.edge_marginals
-                    if sobj.tied:
-                        summed = np.zeros(sobj.P_shape)
-                        np.add.at(summed, sobj.D[10], full)
-                        full = summed
-                    gP = sobj.edge_residual_grad(full)
+                    gP = sobj.edge_residual_grad(sobj.sum_per_table(full) if sobj.tied
+                                                 else full)
                     g = np.concatenate([self.C * scale * gW.ravel(),
                                         self.C * scale * gP.ravel()]) + w
                     Gw += g * g
@@ -547,19 +544,16 @@ class _Surrogate:
         offset = np.zeros((b.n_nodes, obj.K))
         for j, g in enumerate(self.dirs):
             offset += g * np.repeat(psi[:, j], b.lengths)[:, None]
-        obj.offset = offset
-        try:
-            if self.fit_theta:
-                val, gw = obj.value_grad(w)
-            else:
-                W, P = obj.split(w)
-                node, edge, logz, score = obj.nll_parts(W, P, offset)
-                val = obj.C * float(np.sum(logz - score))
-                gw = None
+        if self.fit_theta:
+            obj.offset = offset
+            try:
+                val, gw, node = obj.value_grad_marginals(w)
+            finally:
+                obj.offset = None
+        else:
             W, P = obj.split(w)
-            node = obj.nll_parts(W, P, offset)[0] if self.fit_theta else node
-        finally:
-            obj.offset = None
+            node, _, logz, score = obj.nll_parts(W, P, offset)
+            val = obj.C * float(np.sum(logz - score))
         # d(-log Q_i)/d psi_ij = g_ij . (S(y_i) - m_i)
         d = -node
         d[np.arange(b.n_nodes), obj.design.y] += 1.0

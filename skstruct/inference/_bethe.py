@@ -217,17 +217,12 @@ def bethe_project(unary, pairwise, energy, *, batch=None, pw_index=None, psi=1.0
     hist = {"objective": [], "change": []}
 
     def objective(node, edge, logz, theta_v, theta_e, exact):
-        # F = -<theta, mu> - H_B(mu) + L(mu); for an exact marginal of theta_t,
-        # -H_B(mu) = <theta_t, mu> - log Z_t
-        lin = _linear(batch, unary, pairwise, pw_index, node, edge)
+        # F = -<theta, mu> - H_B(mu) + L(mu), summed over the feasible samples
         if exact:
-            tab = pairwise if theta_e is None else theta_e
-            idx = pw_index if theta_e is None else np.arange(E, dtype=np.int64)
-            neg_h = _linear(batch, theta_v, tab, idx, node, edge) - logz
-        else:
-            neg_h = -bethe_entropy(batch, node, edge)
-        val = energy.value(node, edge if uses_edges else None, batch, psi)
-        f = -lin + neg_h + val
+            return float(exact_terms(node, edge, logz, theta_v, theta_e).sum())
+        f = (-_linear(batch, unary, pairwise, pw_index, node, edge)
+             - bethe_entropy(batch, node, edge)
+             + energy.value(node, edge if uses_edges else None, batch, psi))
         return float(np.sum(f[np.isfinite(logz)]))
 
     def exact_terms(node, edge, logz, theta_v, theta_e):

@@ -220,11 +220,16 @@ class CRFObjective:
         mode = "sum" if (self.tied and self.edge_w is None) else "full"
         node, edge, logz = marginals_batch(b, theta_v, tables, pwi, edge_marginals=mode)
         if self.tied and mode == "full":
-            summed = np.zeros(tables.shape)
-            np.add.at(summed, pwi, edge * self.edge_w[:, None, None])
-            edge = summed
+            edge = self.sum_per_table(edge, self.edge_w)
         score = self.truth_scores(theta_v, tables, pwi)
         return node, edge, logz, score
+
+    def sum_per_table(self, edge, weights=None):
+        """Full edge marginals (E, K, K), optionally weighted per edge, summed per
+        tied table (what the tied tables' gradient reads)."""
+        summed = np.zeros(self.P_shape)
+        np.add.at(summed, self.D[10], edge if weights is None else edge * weights[:, None, None])
+        return summed
 
     def truth_scores(self, theta_v, tables, pwi):
         """Score of the true labelling of every sample under given potentials."""
@@ -270,6 +275,10 @@ class CRFObjective:
         self.n_evals += 1
         if self.fused:
             return self._value_grad_fused(w)
+        return self.value_grad_marginals(w)[:2]
+
+    def value_grad_marginals(self, w):
+        """Objective, gradient and node marginals (N, K) at ``w`` (never fused)."""
         W, P = self.split(w)
         node, edge, logz, score = self.nll_parts(W, P, self.offset)
         nll = logz - score
@@ -279,7 +288,7 @@ class CRFObjective:
             bad = int(np.flatnonzero(~np.isfinite(nll))[0])
             raise ValueError(f"sample {bad}: its true labelling has probability 0 under the "
                              "model (a -inf potential forbids it)")
-        R = node
+        R = node.copy()
         R[np.arange(self.N), self.design.y] -= 1.0
         if self.node_w is not None:
             R *= self.node_w[:, None]
@@ -288,7 +297,7 @@ class CRFObjective:
         C = self.C
         value = C * float(nll.sum()) + 0.5 * float(w @ w)
         g = np.concatenate([C * gW.ravel(), C * gP.ravel()]) + w
-        return value, g
+        return value, g, node
 
 
 def fit_lbfgs(obj, w0, max_iter, tol, verbose=False):
