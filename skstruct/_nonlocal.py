@@ -82,6 +82,18 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         Bethe-RDA (Algorithm 5, smooth energies only).
     max_oracle_calls : int, default=20
         Marginal-oracle calls per projection (the paper finds 5-10 enough).
+    n_pieces : int, "all", "auto" or None, default="auto"
+        Global inference for energies that are a minimum of convex pieces
+        (:class:`~skstruct.energies.NearestStatistic`: the distance to the
+        *nearest* dictionary entry): every sample is projected once per
+        candidate entry, a convex problem each, and keeps the best (see
+        :func:`~skstruct.inference.bethe_project`).  An int keeps the
+        ``n_pieces`` entries nearest to the CRF's own marginals, ``"all"``
+        every entry (the exact global minimum); ``None`` runs the paper's
+        algorithm on the non-convex energy, which stops at the local minimum
+        its first steps lead to.  ``"auto"``: 10 for such energies with
+        ``inference="rda"`` or ``"md"``, else None.  Learning and prediction
+        use the same inference.
     inference_tol : float, default=1e-4
         A projection stops when no node marginal moves by more than this.
     step_size : float, default=1.0
@@ -131,7 +143,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
 
     def __init__(self, model="auto", C=1.0, solver="lbfgs", max_iter=100, tol=1e-6,
                  energy=None, psi="bias", n_components=1000, gamma="scale", psi_init=1.0,
-                 inference="rda", max_oracle_calls=20, inference_tol=1e-4, step_size=1.0,
+                 inference="rda", max_oracle_calls=20, n_pieces="auto", inference_tol=1e-4,
+                 step_size=1.0,
                  lipschitz=None, learning="stochastic", energy_max_iter=5, learning_rate=0.1,
                  batch_size=64, fit_theta=False, C_energy=None, n_jobs=None, random_state=None,
                  verbose=0):
@@ -147,6 +160,7 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         self.psi_init = psi_init
         self.inference = inference
         self.max_oracle_calls = max_oracle_calls
+        self.n_pieces = n_pieces
         self.inference_tol = inference_tol
         self.step_size = step_size
         self.lipschitz = lipschitz
@@ -197,6 +211,24 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
             raise ValueError(f"gamma must be 'scale' or a number > 0, got {self.gamma!r}")
         if not isinstance(self.fit_theta, (bool, np.bool_)):
             raise ValueError(f"fit_theta must be a bool, got {self.fit_theta!r}")
+        k = self.n_pieces
+        if k not in ("auto", "all", None):
+            check_number(self, "n_pieces", low=1, strict=False, integer=True)
+        if k not in ("auto", None) and self.energy is not None and not hasattr(self.energy,
+                                                                               "pieces"):
+            raise ValueError(f"n_pieces={k!r} needs an energy that is a minimum of convex "
+                             f"pieces (NearestStatistic); {type(self.energy).__name__} is not "
+                             "(use n_pieces='auto' or None)")
+        if k not in ("auto", None) and self.inference == "accelerated":
+            raise ValueError("n_pieces is for inference='rda' or 'md'")
+
+    def _n_pieces(self):
+        """The resolved ``n_pieces`` for :func:`bethe_project`."""
+        if self.n_pieces != "auto":
+            return self.n_pieces
+        if self.inference != "accelerated" and hasattr(self.energy, "pieces"):
+            return 10
+        return None
 
     def _design(self, X, y=None):
         design, packed = self.model_.design(X, y)
@@ -324,6 +356,7 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         return bethe_project(theta_v, tables, self.energy_, batch=obj.design.batch,
                              pw_index=pwi, psi=psi, method=self.inference,
                              max_iter=self.max_oracle_calls, tol=self.inference_tol,
+                             n_pieces=self._n_pieces(),
                              step_size=self.step_size, lipschitz=self.lipschitz,
                              edge_marginals=edges)
 
@@ -391,7 +424,9 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
                     d_edge = _edge_truth(sub, proj.edge_marginals.shape) - proj.edge_marginals
                 # ascent direction of sum log Q in psi: -cross(mu, S(y) - mu), zero
                 # where psi was clipped
-                gpsi = -energy.cross(node, proj.edge_marginals, sub.batch, d_node, d_edge)
+                # (the energy projected on: with n_pieces each sample's chosen piece)
+                gpsi = -proj.energy.cross(node, proj.edge_marginals, sub.batch, d_node,
+                                          d_edge)
                 gpsi *= psi_raw > 0
                 gV = Ce * scale * (gpsi.T @ PhiB) - V
                 GV += gV * gV
@@ -463,26 +498,9 @@ def _subset(design, idx):
     """The design of samples ``idx`` (sorted) of ``design``."""
     import scipy.sparse as sp
 
-    from .inference import GraphBatch
     from .models._base import Design
 
-    b = design.batch
-    no, eo = b.node_offsets, b.edge_offsets
-    nodes = np.concatenate([np.arange(no[s], no[s + 1]) for s in idx]) if idx.size else \
-        np.zeros(0, np.int64)
-    edges_i = np.concatenate([np.arange(eo[s], eo[s + 1]) for s in idx]) if idx.size else \
-        np.zeros(0, np.int64)
-    lengths = b.lengths[idx]
-    n_off = np.zeros(idx.size + 1, np.int64)
-    np.cumsum(lengths, out=n_off[1:])
-    e_off = np.zeros(idx.size + 1, np.int64)
-    np.cumsum(np.diff(eo)[idx], out=e_off[1:])
-    # global -> local node numbering
-    shift = np.repeat(n_off[:-1] - no[idx], np.diff(eo)[idx])
-    edges = b.edges[edges_i] + shift[:, None]
-    batch = GraphBatch(n_off, edges, e_off)
-    if "is_chain" in b.__dict__:
-        batch.__dict__["is_chain"] = b.is_chain[idx]
+    batch, nodes, edges_i = design.batch.take(idx)
     if np.array_equal(design.xrow, np.arange(design.features.shape[0])):
         feats, xrow = design.features[nodes], np.arange(nodes.size, dtype=np.int64)
     else:
@@ -523,7 +541,7 @@ class _Surrogate:
         for j in range(J):
             onehot = np.zeros((S, J))
             onehot[:, j] = 1.0
-            gn, ge = energy.grad(proj.node_marginals, proj.edge_marginals, b, onehot)
+            gn, ge = proj.energy.grad(proj.node_marginals, proj.edge_marginals, b, onehot)
             self.dirs.append(gn)
 
     def pack(self, V, w):

@@ -293,63 +293,177 @@ class NearestStatistic(Energy):
         self.n_classes_ = K
         return self
 
-    # the nearest dictionary entry of every sample, and the distance to it
-    def _nearest(self, node, batch):
+    @property
+    def n_entries(self):
+        """Number of dictionary entries (all lengths together)."""
+        return int(sum(len(w) for w in self.dictionary_))
+
+    def distances(self, node, batch):
+        """``||u_i - T(mu_s)||_1`` for every sample ``s`` and dictionary entry ``i``.
+
+        Returns an array (n_samples, n_entries), ``inf`` where entry ``i`` is
+        not compared with sample ``s`` (another length, for ``"marginals"`` and
+        ``same_length=True``).  Entries are numbered in the order of
+        ``dictionary_`` (all lengths one after the other for ``"marginals"``).
+        """
+        self._check_fitted()
         S = batch.n_samples
+        lengths = batch.lengths
         if self.statistic == "unigram":
             U = segment_sum(node, batch.node_offsets)        # (S, K)
             D = self.dictionary_[0]
             dist = np.abs(U[:, None, :] - D[None, :, :]).sum(axis=2)
             if self.same_length:
-                dist[batch.lengths[:, None] != self.lengths_[None, :]] = np.inf
-            best = np.argmin(dist, axis=1) if D.shape[0] else np.full(S, -1, np.int64)
-            d = dist[np.arange(S), best] if D.shape[0] else np.zeros(S)
-            none = ~np.isfinite(d)
-            best[none] = -1
-            d[none] = 0.0
-            return d, best
-        dist = np.zeros(S)
-        best = np.full(S, -1, np.int64)
-        lengths = batch.lengths
+                dist[lengths[:, None] != self.lengths_[None, :]] = np.inf
+            return dist
+        dist = np.full((S, self.n_entries), np.inf)
         off = batch.node_offsets
         rowsum = node.sum(axis=1)
+        first = 0
         for n, words in zip(self.lengths_, self.dictionary_):
             idx = np.flatnonzero(lengths == n)
-            if idx.size == 0:
-                continue
-            rows = off[idx][:, None] + np.arange(n)                 # (s, n)
-            # ||w - mu_v||_1 = (1 - mu_v[w]) + (rowsum_v - mu_v[w]) for one-hot w and
-            # 0 <= mu <= 1: only the marginal of the word's letter is needed
-            picked = node[rows[:, None, :], words[None, :, :]]     # (s, d, n)
-            d = n + rowsum[rows].sum(axis=1)[:, None] - 2.0 * picked.sum(axis=2)
-            b = np.argmin(d, axis=1)
-            dist[idx] = d[np.arange(idx.size), b]
-            best[idx] = b
-        return dist, best
+            if idx.size:
+                rows = off[idx][:, None] + np.arange(n)                 # (s, n)
+                # ||w - mu_v||_1 = (1 - mu_v[w]) + (rowsum_v - mu_v[w]) for one-hot w
+                # and 0 <= mu <= 1: only the marginal of the word's letter is needed
+                picked = node[rows[:, None, :], words[None, :, :]]     # (s, d, n)
+                dist[idx, first:first + len(words)] = (
+                    n + rowsum[rows].sum(axis=1)[:, None] - 2.0 * picked.sum(axis=2))
+            first += len(words)
+        return dist
+
+    # the nearest dictionary entry of every sample (-1: none), and the distance to it
+    def _nearest(self, node, batch):
+        dist = self.distances(node, batch)
+        S = batch.n_samples
+        if dist.shape[1] == 0:
+            return np.zeros(S), np.full(S, -1, np.int64)
+        best = np.argmin(dist, axis=1)
+        d = dist[np.arange(S), best]
+        none = ~np.isfinite(d)
+        best[none] = -1
+        d[none] = 0.0
+        return d, best
+
+    def _targets(self, entries, batch):
+        """The statistic ``T`` of entry ``entries[s]`` for every sample (-1: none):
+        label counts (S, K; a row of NaN: none) for ``"unigram"``, one label code
+        per node (-1: none)
+        for ``"marginals"``."""
+        if self.statistic == "unigram":
+            D = self.dictionary_[0]
+            out = np.full((entries.size, self.n_classes_), np.nan)    # NaN row: none
+            has = entries >= 0
+            out[has] = D[entries[has]]
+            return out
+        codes = np.full(batch.n_nodes, -1, np.int64)
+        off = batch.node_offsets
+        first = 0
+        for n, words in zip(self.lengths_, self.dictionary_):
+            idx = np.flatnonzero((entries >= first) & (entries < first + len(words)))
+            if idx.size:
+                rows = off[idx][:, None] + np.arange(n)
+                codes[rows] = words[entries[idx] - first]
+            first += len(words)
+        return codes
 
     def _terms(self, node, edge, batch):
         return self._nearest(node, batch)[0][:, None]
 
     def _grad(self, node, edge, batch, psi):
         _, best = self._nearest(node, batch)
-        w = psi[:, 0]
+        return _target_grad(self.statistic, node, batch, self._targets(best, batch),
+                            np.where(best >= 0, psi[:, 0], 0.0))
+
+    def pieces(self, node, batch, n_pieces=None):
+        """The energy as a minimum of convex pieces, for global inference.
+
+        ``min_i ||u_i - T(mu)||_1`` is the minimum over dictionary entries ``i``
+        of the convex ``||u_i - T(mu)||_1``, so the minimum of the non-convex
+        projection objective is the smallest of the minima of one convex
+        projection per entry (:func:`skstruct.inference.bethe_project` with
+        ``n_pieces``).
+
+        Parameters
+        ----------
+        node : array (N, K)
+            Marginals ranking the entries (the prox centre).
+        batch : GraphBatch
+        n_pieces : int or None
+            Keep the ``n_pieces`` entries nearest to ``node`` for every sample
+            (ties: the lower entry number); ``None`` keeps every entry the
+            sample is compared with.
+
+        Returns
+        -------
+        owner : array of int (R,)
+            The sample of every piece, ascending; a sample compared with no
+            entry gets one piece without energy.
+        entries : array of int (R,)
+            The dictionary entry of every piece (-1: none).
+        """
+        dist = self.distances(node, batch)
+        S, P = dist.shape
+        k = P if n_pieces is None else min(int(n_pieces), P)
+        order = np.argsort(dist, axis=1, kind="stable")[:, :k]
+        ok = np.isfinite(np.take_along_axis(dist, order, axis=1))
+        # a sample without any entry keeps one piece without energy
+        keep_first = ~ok.any(axis=1) if k else np.ones(S, bool)
+        if k == 0:
+            order = np.full((S, 1), -1, np.int64)
+            ok = np.ones((S, 1), bool)
+        else:
+            order = np.where(ok, order, -1)
+            ok[:, 0] |= keep_first
+        owner = np.repeat(np.arange(S), ok.sum(axis=1))
+        return owner, order[ok].astype(np.int64)
+
+    def piece(self, entries, batch):
+        """The convex energy ``||u_{entries[s]} - T(mu_s)||_1`` of every sample of
+        ``batch`` (entry -1: no energy), fitted."""
+        return _Target(self.statistic, self._targets(np.asarray(entries, np.int64), batch),
+                       self.n_classes_)
+
+
+def _target_grad(statistic, node, batch, targets, w):
+    """Gradient in ``mu`` of ``w_s ||t_s - T(mu_s)||_1`` (a subgradient: sign 0 at
+    equality)."""
+    if statistic == "unigram":
+        U = segment_sum(node, batch.node_offsets)
+        has = ~np.isnan(targets[:, 0]) if targets.shape[1] else np.zeros(len(w), bool)
+        sgn = np.sign(U - np.where(has[:, None], targets, 0.0)) * np.where(has, w, 0.0)[:, None]
+        return np.repeat(sgn, batch.lengths, axis=0), None
+    hot = np.zeros_like(node)
+    has = targets >= 0
+    hot[np.flatnonzero(has), targets[has]] = 1.0
+    g = np.sign(node - hot)
+    g *= (np.repeat(w, batch.lengths) * has)[:, None]
+    return g, None
+
+
+class _Target(Energy):
+    """``psi_s ||t_s - T(mu_s)||_1`` with a fixed target per sample: one convex piece
+    of :class:`NearestStatistic` for every sample (see ``NearestStatistic.pieces``)."""
+
+    def __init__(self, statistic, targets, n_classes):
+        self.statistic = statistic
+        self.targets = targets
+        self.n_classes_ = int(n_classes)
+
+    def _terms(self, node, edge, batch):
+        t = self.targets
         if self.statistic == "unigram":
             U = segment_sum(node, batch.node_offsets)
-            sgn = np.sign(U - self.dictionary_[0][best]) * np.where(best >= 0, w, 0.0)[:, None]
-            return np.repeat(sgn, batch.lengths, axis=0), None
-        target = np.zeros_like(node)
-        lengths = batch.lengths
-        off = batch.node_offsets
-        has = best >= 0
-        for n, words in zip(self.lengths_, self.dictionary_):
-            idx = np.flatnonzero((lengths == n) & has)
-            if idx.size == 0:
-                continue
-            rows = off[idx][:, None] + np.arange(n)
-            target[rows, words[best[idx]]] = 1.0
-        g = np.sign(node - target)
-        g *= np.repeat(np.where(has, w, 0.0), lengths)[:, None]
-        return g, None
+            d = np.abs(U - t).sum(axis=1)
+            return np.where(np.isnan(d), 0.0, d)[:, None]
+        has = t >= 0
+        # ||w - mu_v||_1 for one-hot w: 1 + rowsum - 2 mu_v[w]
+        d = np.where(has, 1.0 + node.sum(axis=1)
+                     - 2.0 * node[np.arange(node.shape[0]), np.maximum(t, 0)], 0.0)
+        return segment_sum(d, batch.node_offsets)[:, None]
+
+    def _grad(self, node, edge, batch, psi):
+        return _target_grad(self.statistic, node, batch, self.targets, psi[:, 0])
 
 
 class PoissonCounts(Energy):

@@ -109,6 +109,43 @@ def test_nearest_statistic_marginals_against_definition():
     _fd_check(en, batch, node, edge, 2.0, False)
 
 
+@pytest.mark.parametrize("statistic", ["unigram", "marginals"])
+def test_nearest_statistic_is_the_minimum_of_its_pieces(statistic):
+    rng = np.random.default_rng(7)
+    K = 3
+    train = GraphBatch.from_chains([3, 3, 2, 3])
+    ytr = np.array([0, 1, 2, 2, 1, 0, 1, 1, 0, 0, 2])
+    en = NearestStatistic(statistic).fit(ytr, train, K)
+    batch = GraphBatch.from_chains([3, 2, 4, 3])   # no training word has 4 letters
+    node, edge = _marginals(rng, batch, K)
+    D = en.distances(node, batch)
+    assert D.shape == (4, en.n_entries)
+    # every piece's value is its distance; the energy is the smallest
+    owner, entries = en.pieces(node, batch, None)
+    assert np.all(np.diff(owner) >= 0)
+    rep, rows, _ = batch.take(owner)
+    vals = en.piece(entries, rep).terms(node[rows], None, rep)[:, 0]
+    has = entries >= 0
+    assert np.allclose(vals[has], D[owner[has], entries[has]])
+    assert np.all(vals[~has] == 0.0)
+    for s in range(4):
+        mine = vals[owner == s]
+        assert np.isclose(mine.min(), en.terms(node, None, batch)[s, 0])
+        # compared entries only; a sample compared with none keeps one empty piece
+        assert mine.size == max(1, int(np.isfinite(D[s]).sum()))
+    if statistic == "marginals":
+        assert list(entries[owner == 2]) == [-1]
+    # the n nearest, nearest first; a piece's gradient is its distance's
+    owner2, entries2 = en.pieces(node, batch, 2)
+    for s in range(4):
+        e = entries2[owner2 == s]
+        if e[0] >= 0:
+            assert np.allclose(D[s, e], np.sort(D[s])[:e.size])
+    piece = en.piece(entries2, batch.take(owner2)[0])
+    _fd_check(piece, batch.take(owner2)[0], node[batch.take(owner2)[1]],
+              edge[batch.take(owner2)[2]], 1.3, False)
+
+
 def test_cross_is_the_psi_derivative_of_the_gradient():
     rng = np.random.default_rng(4)
     K = 3

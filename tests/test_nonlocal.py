@@ -131,6 +131,31 @@ def test_nearest_word_energy_corrects_the_chain(learning):
     assert all(np.allclose(m.sum(1), 1.0) and np.all(m >= 0) for m in marg)
 
 
+def test_pieces_give_global_projections_in_the_estimator():
+    Xtr, ytr = dictionary_words(4, n=80, noise=1.6)
+    est = NonLocalCRF(C=0.1, energy=NearestStatistic("unigram"), psi_init=3.0,
+                      energy_max_iter=0, max_oracle_calls=300, inference_tol=0.0,
+                      random_state=0).fit(Xtr, ytr)
+    assert est._n_pieces() == 10
+    design, _ = est._design(Xtr, ytr)
+    obj = CRFObjective(design, est.C)
+    W, P = est._weights()
+    psi = np.full((len(Xtr), 1), 3.0)
+    glob = est.set_params(n_pieces="all")._project(obj, W, P, psi)
+    local = est.set_params(n_pieces=None)._project(obj, W, P, psi)
+    # the global minimum is never above the local one (up to RDA's convergence on kinks),
+    # and below it where the paper's algorithm stops in a local minimum
+    assert np.all(glob.objective <= local.objective + 1e-3)
+    assert np.any(glob.objective < local.objective - 0.1)
+    # prediction goes through the same projection
+    est.set_params(n_pieces="all")
+    u = est._theta_tilde(Xtr)[2]
+    assert np.allclose(u, glob.unary)
+    # a convex energy has no pieces: "auto" is None
+    lin = NonLocalCRF(energy=LinearMeasurements(np.ones((1, 4))))
+    assert lin._n_pieces() is None
+
+
 def test_mean_map_psi_and_fit_theta():
     Xtr, ytr = dictionary_words(2, n=100)
     est = NonLocalCRF(C=0.1, energy=NearestStatistic("unigram"), psi="mean_map",
@@ -244,6 +269,9 @@ def test_pipeline_with_sparse_dict_features():
     (dict(energy="words"), "energy must be"), (dict(max_oracle_calls=0), "max_oracle_calls"),
     (dict(batch_size=0), "batch_size"), (dict(gamma=-1.0), "gamma"),
     (dict(psi_init=np.nan), "psi_init"), (dict(fit_theta="yes"), "fit_theta"),
+    (dict(n_pieces=0), "n_pieces"), (dict(n_pieces="some"), "n_pieces"),
+    (dict(energy=LinearMeasurements(np.ones((1, 3))), n_pieces=3), "minimum of convex pieces"),
+    (dict(energy=NearestStatistic(), inference="accelerated", n_pieces=3), "rda' or 'md'"),
 ])
 def test_bad_parameters(params, match):
     X, y = chains(9, n=6)

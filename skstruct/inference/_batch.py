@@ -116,6 +116,32 @@ class GraphBatch:
 
         return chain_flags(self.node_offsets, self.edge_offsets, self.edges)
 
+    def take(self, idx):
+        """The batch of samples ``idx`` (any order, repeats allowed).
+
+        Returns
+        -------
+        batch : GraphBatch
+        node_rows, edge_rows : ndarray of int64
+            The node and edge of ``self`` each node and edge of ``batch`` is.
+        """
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        n_len = self.lengths[idx]
+        e_len = np.diff(self.edge_offsets)[idx]
+        n_off = np.zeros(idx.size + 1, np.int64)
+        np.cumsum(n_len, out=n_off[1:])
+        e_off = np.zeros(idx.size + 1, np.int64)
+        np.cumsum(e_len, out=e_off[1:])
+        node_rows = _ranges(self.node_offsets[idx], n_len, n_off)
+        edge_rows = _ranges(self.edge_offsets[idx], e_len, e_off)
+        # global node numbers of self -> of the new batch
+        shift = np.repeat(n_off[:-1] - self.node_offsets[idx], e_len)
+        batch = GraphBatch(n_off, self.edges[edge_rows] + shift[:, None], e_off)
+        for name in ("is_chain", "is_forest"):
+            if name in self.__dict__:
+                batch.__dict__[name] = self.__dict__[name][idx]
+        return batch, node_rows, edge_rows
+
     def chunks(self, n_chunks):
         """Sample boundaries splitting the batch into ``n_chunks`` runs of about
         equal node counts (what a parallel kernel hands to each task)."""
@@ -128,3 +154,9 @@ class GraphBatch:
     def __repr__(self):
         return (f"GraphBatch(n_samples={self.n_samples}, n_nodes={self.n_nodes}, "
                 f"n_edges={self.n_edges})")
+
+
+def _ranges(starts, counts, offsets):
+    """Concatenated ``arange(starts[i], starts[i] + counts[i])``; ``offsets`` are the
+    cumulative counts (length ``len(counts) + 1``)."""
+    return np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1], dtype=np.int64)

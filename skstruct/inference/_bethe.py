@@ -23,6 +23,11 @@ energy's vectorised gradient.
 
 The energy's node gradient shifts the node potentials; an energy that reads
 edge marginals also gets one modified table per edge.
+
+An energy that is a minimum of convex pieces (``NearestStatistic``: the
+distance to the nearest dictionary entry) can be minimised globally with
+``n_pieces``: one convex projection per (sample, candidate piece), all in the
+same batched run, and each sample keeps its best.
 """
 
 from dataclasses import dataclass, field
@@ -58,10 +63,18 @@ class BetheProjection:
         paper's prediction.  ``pairwise`` is per edge (pw_index ``arange(E)``)
         when the energy reads edge marginals, else the input tables.
     n_iter : int
-        Oracle calls made (the prox-centre call included).
+        Oracle calls made (the prox-centre call included); with ``n_pieces``,
+        batched calls over all pieces.
     converged : bool
         Whether the largest change of a node marginal in the last iteration was
         at most ``tol``.
+    energy : the energy projected on: the input energy, or with ``n_pieces``
+        the convex piece chosen for each sample.
+    objective : ndarray (n_samples,) or None
+        The objective of every sample at the result (Bethe-RDA and -MD; None
+        for the accelerated method, whose iterate is an average).  With
+        ``n_pieces``, that of the chosen piece: an upper bound on the energy's
+        objective at ``mu*``, equal where the piece is the nearest entry.
     history : dict of arrays
         ``"objective"`` (the objective summed over samples, per iteration; only
         with ``return_history=True``) and ``"change"`` (the largest change of a
@@ -75,6 +88,8 @@ class BetheProjection:
     pw_index: np.ndarray
     n_iter: int
     converged: bool
+    energy: object = None
+    objective: np.ndarray = None
     history: dict = field(default_factory=dict)
 
 
@@ -110,7 +125,8 @@ def _linear(batch, unary, tables, pw_index, node, edge):
 
 def bethe_project(unary, pairwise, energy, *, batch=None, pw_index=None, psi=1.0,
                   method="rda", max_iter=50, tol=1e-6, step_size=1.0, lipschitz=None,
-                  beta=0.0, edge_marginals=False, return_history=False, n_jobs=None):
+                  beta=0.0, n_pieces=None, edge_marginals=False, return_history=False,
+                  n_jobs=None):
     """Marginal inference in a chain or tree CRF plus a non-local energy (eq. 2).
 
     Minimises ``-<theta, mu> - H_B(mu) + L_psi(mu)`` over the marginal polytope
@@ -118,7 +134,9 @@ def bethe_project(unary, pairwise, energy, *, batch=None, pw_index=None, psi=1.0
     algorithms.  All scores are log-potentials to be *maximised* (as everywhere
     in :mod:`skstruct.inference`).  Non-convex energies
     (:class:`~skstruct.energies.NearestStatistic`) get the same updates, which
-    then find a stationary point, not necessarily the global minimum.
+    then find a stationary point, not necessarily the global minimum -- unless
+    ``n_pieces`` is given: an energy that is a minimum of convex pieces is then
+    minimised piece by piece (below).
 
     Parameters
     ----------
@@ -154,6 +172,18 @@ def bethe_project(unary, pairwise, energy, *, batch=None, pw_index=None, psi=1.0
         asks the energy (an error if it is not smooth, e.g. Poisson counts).
     beta : float, default=0.0
         ``beta_t`` of Bethe-RDA (>= 0); 0 is the paper's choice.
+    n_pieces : int, "all" or None, default=None
+        Global minimisation for energies that are a minimum of convex pieces
+        (those with a ``pieces`` method: ``NearestStatistic``, ``min_i ||u_i -
+        T(mu)||_1``).  Their objective's minimum is the smallest of the minima
+        of the convex objectives with one piece each, so every sample is
+        projected once per piece (each a convex problem, solved by ``method``
+        in one batched run over all samples and pieces) and keeps the
+        projection of smallest objective.  An int keeps, per sample, the
+        ``n_pieces`` pieces nearest to the prox centre (the CRF's own
+        marginals); ``"all"`` keeps every piece and finds the global minimum.
+        Costs ``n_pieces`` times the memory and oracle work.  ``None``: the
+        paper's algorithm on the energy itself.
     edge_marginals : bool, default=False
         Also return the edge marginals (always computed if the energy reads
         them).
@@ -199,6 +229,33 @@ def bethe_project(unary, pairwise, energy, *, batch=None, pw_index=None, psi=1.0
             raise ValueError(f"method='accelerated' needs a finite Lipschitz constant >= 0 of "
                              f"the energy's gradient; got {L!r} (pass lipschitz=...)")
         L = float(L)
+    else:
+        L = None
+    if n_pieces is not None:
+        if not hasattr(energy, "pieces"):
+            raise ValueError(f"n_pieces needs an energy that is a minimum of convex pieces "
+                             f"(with a pieces method, e.g. NearestStatistic); "
+                             f"{type(energy).__name__} is not")
+        if n_pieces != "all" and (isinstance(n_pieces, bool) or not isinstance(
+                n_pieces, Integral) or n_pieces < 1):
+            raise ValueError(f"n_pieces must be a positive integer, 'all' or None, got "
+                             f"{n_pieces!r}")
+        if return_history:
+            raise ValueError("return_history is not available with n_pieces (the pieces' "
+                             "objectives are not the energy's); see BetheProjection.objective")
+        if method == "accelerated":
+            raise ValueError("n_pieces is for method='rda' or 'md': the pieces of a minimum of "
+                             "distances are not smooth")
+        return _project_pieces(batch, unary, pairwise, pw_index, energy, psi,
+                               None if n_pieces == "all" else int(n_pieces), method, max_iter,
+                               tol, step_size, beta, edge_marginals, n_jobs)
+    return _project(batch, unary, pairwise, pw_index, energy, psi, method, max_iter, tol,
+                    step_size, L, beta, edge_marginals, return_history, n_jobs)
+
+
+def _project(batch, unary, pairwise, pw_index, energy, psi, method, max_iter, tol, step_size,
+             L, beta, edge_marginals, return_history, n_jobs):
+    """:func:`bethe_project` on validated arguments."""
     uses_edges = bool(energy.uses_edges)
     want_edges = uses_edges or edge_marginals or return_history
     E = batch.n_edges
@@ -340,5 +397,39 @@ def bethe_project(unary, pairwise, energy, *, batch=None, pw_index=None, psi=1.0
     else:
         tables, idx = theta_e, np.arange(E, dtype=np.int64)
     history = {k: np.asarray(v, np.float64) for k, v in hist.items() if v or k == "change"}
+    # rda and md end on an oracle output (node, logz) of theta_t: exact per-sample values
+    f = None if method == "accelerated" else exact_terms(node, edge, logz, theta_v, theta_e)
     return BetheProjection(node, edge if (edge_marginals or uses_edges) else None, theta_v,
-                           tables, idx, n_calls, converged, history)
+                           tables, idx, n_calls, converged, energy, f, history)
+
+
+def _project_pieces(batch, unary, pairwise, pw_index, energy, psi, n_pieces, method, max_iter,
+                    tol, step_size, beta, edge_marginals, n_jobs):
+    """Global projection for an energy ``min_i l_i(mu)`` of convex pieces ``l_i``:
+    ``min_mu min_i F_i(mu) = min_i min_mu F_i(mu)``, one convex projection per
+    (sample, piece) in one batched run, then each sample's best."""
+    from ..energies import _check_psi  # energies import this module
+
+    S = batch.n_samples
+    psi = _check_psi(psi, S, energy.n_terms)
+    centre = marginals_batch(batch, unary, pairwise, pw_index, edge_marginals=None,
+                             n_jobs=n_jobs)[0]
+    owner, entries = energy.pieces(centre, batch, n_pieces)
+    rep, nrows, erows = batch.take(owner)
+    piece = energy.piece(entries, rep)
+    res = _project(rep, unary[nrows], pairwise, pw_index[erows], piece, psi[owner], method,
+                   max_iter, tol, step_size, None, beta, edge_marginals, False, n_jobs)
+    # each sample's piece of smallest objective (owner is ascending, every sample has one)
+    order = np.lexsort((res.objective, owner))
+    first = np.ones(order.size, bool)
+    first[1:] = owner[order[1:]] != owner[order[:-1]]
+    best = order[first]
+    _, bn, be = rep.take(best)
+    edge = None if res.edge_marginals is None else res.edge_marginals[be]
+    if piece.uses_edges:        # one modified table per edge
+        tables, idx = res.pairwise[be], np.arange(batch.n_edges, dtype=np.int64)
+    else:
+        tables, idx = pairwise, pw_index
+    return BetheProjection(res.node_marginals[bn], edge, res.unary[bn], tables, idx,
+                           res.n_iter + 1, res.converged, energy.piece(entries[best], batch),
+                           res.objective[best], {"change": res.history["change"]})

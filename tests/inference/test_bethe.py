@@ -108,6 +108,64 @@ def test_proposition_1_theta_tilde_reproduces_mu(method):
     assert abs(f - best) < 1e-6
 
 
+def _objective_at(batch, unary, P, energy, psi, r):
+    lin = (unary * r.node_marginals).sum() + (P[None] * r.edge_marginals).sum()
+    return -lin - bethe_entropy(batch, r.node_marginals, r.edge_marginals)[0] + energy.value(
+        r.node_marginals, None, batch, psi)[0]
+
+
+@pytest.mark.parametrize("seed", [0, 2, 5])
+def test_pieces_find_the_global_minimum_of_nearest_statistic(seed):
+    # L^u at psi = 2 on a 3-letter chain: the paper's algorithm stops in a local minimum
+    # (on these seeds), the projection per dictionary word finds the global one
+    rng = np.random.default_rng(seed)
+    K = 3
+    batch = GraphBatch.from_chains([3])
+    unary = rng.normal(size=(3, K))
+    P = rng.normal(size=(K, K))
+    ytr = np.array([0, 0, 1, 2, 2, 2, 1, 1])
+    en = NearestStatistic("unigram").fit(ytr, GraphBatch.from_chains([3, 3, 2]), K)
+    # reference: the best of 20 random starts of L-BFGS over joint distributions
+    ref = min(_brute_optimum(batch, unary, P, en, 2.0, K, seed=s) for s in range(20))
+    kw = dict(batch=batch, psi=2.0, max_iter=3000, tol=1e-12, edge_marginals=True, n_jobs=1)
+    g = bethe_project(unary, P, en, n_pieces="all", **kw)
+    local = bethe_project(unary, P, en, **kw)
+    f = _objective_at(batch, unary, P, en, 2.0, g)
+    assert f <= g.objective[0] + 1e-9            # the chosen piece bounds the energy
+    assert abs(g.objective[0] - ref) < 1e-3       # RDA's O(log t / t) on a kink
+    assert _objective_at(batch, unary, P, en, 2.0, local) > ref + 0.1
+    # every piece kept (3 entries): the same as n_pieces="all"
+    k = bethe_project(unary, P, en, n_pieces=5, **kw)
+    assert np.allclose(k.node_marginals, g.node_marginals)
+    # Proposition 1 holds for the chosen piece
+    node, _, _ = marginals_batch(batch, g.unary, g.pairwise, g.pw_index)
+    assert np.allclose(node, g.node_marginals, atol=1e-9)
+
+
+def test_pieces_on_a_batch_equal_samples_one_by_one():
+    rng = np.random.default_rng(11)
+    K = 4
+    lengths = [3, 1, 5, 2, 0]
+    batch = GraphBatch.from_chains(lengths)
+    unary = rng.normal(size=(batch.n_nodes, K))
+    P = rng.normal(size=(K, K))
+    train = GraphBatch.from_chains([3, 3, 2, 1, 3])
+    ytr = rng.integers(0, K, train.n_nodes)
+    psi = np.array([[1.0], [0.5], [2.0], [3.0], [1.0]])
+    off = batch.node_offsets
+    for stat in ("unigram", "marginals"):      # "marginals": no 5-letter word
+        en = NearestStatistic(stat).fit(ytr, train, K)
+        r = bethe_project(unary, P, en, batch=batch, psi=psi, n_pieces=2, max_iter=30,
+                          tol=0.0, method="md", n_jobs=1)
+        assert r.objective.shape == (5,) and np.all(np.isfinite(r.objective))
+        for s in range(5):
+            one = bethe_project(unary[off[s]:off[s + 1]], P, en,
+                                batch=GraphBatch.from_chains([lengths[s]]), psi=psi[s:s + 1],
+                                n_pieces=2, max_iter=30, tol=0.0, method="md", n_jobs=1)
+            assert np.allclose(one.node_marginals, r.node_marginals[off[s]:off[s + 1]])
+            assert np.isclose(one.objective[0], r.objective[s])
+
+
 def test_batch_equals_samples_one_by_one():
     rng = np.random.default_rng(3)
     K = 4
@@ -154,6 +212,15 @@ def test_bethe_project_errors():
         bethe_project(unary, P, en, method="accelerated")
     with pytest.raises(ValueError, match="max_iter"):
         bethe_project(unary, P, en, max_iter=0)
+    with pytest.raises(ValueError, match="n_pieces must be"):
+        bethe_project(unary, P, en, n_pieces=0)
+    with pytest.raises(ValueError, match="rda' or 'md'"):
+        bethe_project(unary, P, en, n_pieces=2, method="accelerated", lipschitz=1.0)
+    with pytest.raises(ValueError, match="return_history"):
+        bethe_project(unary, P, en, n_pieces=2, return_history=True)
+    lin = LinearMeasurements(np.ones((1, K))).fit(None, batch, K)
+    with pytest.raises(ValueError, match="minimum of convex pieces"):
+        bethe_project(unary, P, lin, n_pieces=2)
     with pytest.raises(ValueError, match="NaN"):
         bad = unary.copy()
         bad[0, 0] = np.nan
