@@ -403,11 +403,17 @@ def _project(batch, unary, pairwise, pw_index, energy, psi, method, max_iter, to
                            tables, idx, n_calls, converged, energy, f, history)
 
 
+# replica nodes per batched run of _project_pieces: bounds its memory (about ten (N, K)
+# arrays of this many rows) whatever the number of samples
+PIECE_NODES = 1 << 20
+
+
 def _project_pieces(batch, unary, pairwise, pw_index, energy, psi, n_pieces, method, max_iter,
                     tol, step_size, beta, edge_marginals, n_jobs):
     """Global projection for an energy ``min_i l_i(mu)`` of convex pieces ``l_i``:
     ``min_mu min_i F_i(mu) = min_i min_mu F_i(mu)``, one convex projection per
-    (sample, piece) in one batched run, then each sample's best."""
+    (sample, piece) in one batched run (per run of samples with at most
+    ``PIECE_NODES`` replica nodes), then each sample's best."""
     from ..energies import _check_psi  # energies import this module
 
     S = batch.n_samples
@@ -415,21 +421,55 @@ def _project_pieces(batch, unary, pairwise, pw_index, energy, psi, n_pieces, met
     centre = marginals_batch(batch, unary, pairwise, pw_index, edge_marginals=None,
                              n_jobs=n_jobs)[0]
     owner, entries = energy.pieces(centre, batch, n_pieces)
-    rep, nrows, erows = batch.take(owner)
-    piece = energy.piece(entries, rep)
-    res = _project(rep, unary[nrows], pairwise, pw_index[erows], piece, psi[owner], method,
-                   max_iter, tol, step_size, None, beta, edge_marginals, False, n_jobs)
-    # each sample's piece of smallest objective (owner is ascending, every sample has one)
-    order = np.lexsort((res.objective, owner))
-    first = np.ones(order.size, bool)
-    first[1:] = owner[order[1:]] != owner[order[:-1]]
-    best = order[first]
-    _, bn, be = rep.take(best)
-    edge = None if res.edge_marginals is None else res.edge_marginals[be]
-    if piece.uses_edges:        # one modified table per edge
-        tables, idx = res.pairwise[be], np.arange(batch.n_edges, dtype=np.int64)
-    else:
-        tables, idx = pairwise, pw_index
-    return BetheProjection(res.node_marginals[bn], edge, res.unary[bn], tables, idx,
-                           res.n_iter + 1, res.converged, energy.piece(entries[best], batch),
-                           res.objective[best], {"change": res.history["change"]})
+    node = np.empty_like(unary)
+    theta_v = np.empty_like(unary)
+    K = unary.shape[1]
+    edge = np.empty((batch.n_edges, K, K)) if edge_marginals else None
+    tables, idx = pairwise, pw_index
+    objective = np.empty(S)
+    chosen = np.empty(S, np.int64)
+    n_iter, converged, changes = 0, True, []
+    # runs of whole samples (owner is ascending: a sample's replicas are contiguous)
+    per_sample = np.bincount(owner, weights=batch.lengths[owner], minlength=S)
+    cum = np.cumsum(per_sample)
+    s0 = 0
+    while s0 < S:
+        s1 = max(s0 + 1, int(np.searchsorted(cum, cum[s0] - per_sample[s0] + PIECE_NODES,
+                                             side="right")))
+        r0, r1 = np.searchsorted(owner, [s0, s1])
+        sel = np.arange(r0, r1)
+        rep, nrows, erows = batch.take(owner[sel])
+        piece = energy.piece(entries[sel], rep)
+        res = _project(rep, unary[nrows], pairwise, pw_index[erows], piece, psi[owner[sel]],
+                       method, max_iter, tol, step_size, None, beta, edge_marginals, False,
+                       n_jobs)
+        # each sample's piece of smallest objective
+        own = owner[sel]
+        order = np.lexsort((res.objective, own))
+        first = np.ones(order.size, bool)
+        first[1:] = own[order[1:]] != own[order[:-1]]
+        best = order[first]
+        samples = own[best]
+        _, bn, be = rep.take(best)
+        _, dn, de = batch.take(samples)
+        node[dn] = res.node_marginals[bn]
+        theta_v[dn] = res.unary[bn]
+        if edge is not None:
+            edge[de] = res.edge_marginals[be]
+        if piece.uses_edges:        # one modified table per edge
+            if tables is pairwise:
+                tables = np.empty((batch.n_edges, K, K))
+                idx = np.arange(batch.n_edges, dtype=np.int64)
+            tables[de] = res.pairwise[be]
+        objective[samples] = res.objective[best]
+        chosen[samples] = entries[sel][best]
+        n_iter = max(n_iter, res.n_iter)
+        converged &= res.converged
+        changes.append(res.history["change"])
+        s0 = s1
+    # the largest change over all runs, per iteration
+    change = np.zeros(max((c.size for c in changes), default=0))
+    for c in changes:
+        change[:c.size] = np.maximum(change[:c.size], c)
+    return BetheProjection(node, edge, theta_v, tables, idx, n_iter + 1, converged,
+                           energy.piece(chosen, batch), objective, {"change": change})

@@ -142,7 +142,7 @@ def test_pieces_find_the_global_minimum_of_nearest_statistic(seed):
     assert np.allclose(node, g.node_marginals, atol=1e-9)
 
 
-def test_pieces_on_a_batch_equal_samples_one_by_one():
+def test_pieces_on_a_batch_equal_samples_one_by_one(monkeypatch):
     rng = np.random.default_rng(11)
     K = 4
     lengths = [3, 1, 5, 2, 0]
@@ -164,6 +164,16 @@ def test_pieces_on_a_batch_equal_samples_one_by_one():
                                 n_pieces=2, max_iter=30, tol=0.0, method="md", n_jobs=1)
             assert np.allclose(one.node_marginals, r.node_marginals[off[s]:off[s + 1]])
             assert np.isclose(one.objective[0], r.objective[s])
+        # runs of at most 6 replica nodes (memory bound): the same result
+        from skstruct.inference import _bethe
+
+        monkeypatch.setattr(_bethe, "PIECE_NODES", 6)
+        c = bethe_project(unary, P, en, batch=batch, psi=psi, n_pieces=2, max_iter=30,
+                          tol=0.0, method="md", edge_marginals=True, n_jobs=1)
+        monkeypatch.undo()
+        assert np.allclose(c.node_marginals, r.node_marginals)
+        assert np.allclose(c.unary, r.unary) and np.allclose(c.objective, r.objective)
+        assert np.allclose(c.edge_marginals.sum(2), c.node_marginals[batch.edges[:, 0]])
 
 
 def test_batch_equals_samples_one_by_one():
