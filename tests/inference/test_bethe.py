@@ -213,6 +213,26 @@ def test_neg_inf_potentials_stay_finite():
     assert np.all(np.isfinite(r.history["objective"]))
 
 
+@pytest.mark.parametrize("statistic", ["unigram", "marginals"])
+def test_pieces_with_neg_inf_potentials_stay_finite(statistic):
+    rng = np.random.default_rng(0)
+    K = 3
+    batch = GraphBatch.from_chains([3, 2, 3])
+    unary = rng.normal(size=(8, K))
+    P = rng.normal(size=(K, K))
+    unary[0, 1] = -np.inf
+    P[2, 0] = -np.inf
+    unary[3] = -np.inf                   # sample 1 has no feasible labelling
+    en = NearestStatistic(statistic).fit(np.array([0, 1, 2, 2, 2, 1, 1, 0]),
+                                         GraphBatch.from_chains([3, 3, 2]), K)
+    r = bethe_project(unary, P, en, batch=batch, psi=2.0, n_pieces="all", max_iter=50,
+                      edge_marginals=True)
+    assert np.all(np.isfinite(r.node_marginals)) and np.all(np.isfinite(r.objective))
+    assert r.node_marginals[0, 1] == 0.0 and np.all(r.node_marginals[3:5] == 0.0)
+    assert np.allclose(r.node_marginals[[0, 1, 2, 5, 6, 7]].sum(1), 1.0)
+    assert np.all(r.edge_marginals[:, 2, 0] == 0.0)
+
+
 def test_bethe_project_errors():
     rng, batch, unary, P, K = _case(5)
     en = NearestStatistic().fit(np.zeros(4, int), batch, K)
