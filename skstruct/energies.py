@@ -348,8 +348,7 @@ class NearestStatistic(Energy):
     def _targets(self, entries, batch):
         """The statistic ``T`` of entry ``entries[s]`` for every sample (-1: none):
         label counts (S, K; a row of NaN: none) for ``"unigram"``, one label code
-        per node (-1: none)
-        for ``"marginals"``."""
+        per node (-1: none) for ``"marginals"``."""
         if self.statistic == "unigram":
             D = self.dictionary_[0]
             out = np.full((entries.size, self.n_classes_), np.nan)    # NaN row: none
@@ -404,17 +403,14 @@ class NearestStatistic(Energy):
         """
         dist = self.distances(node, batch)
         S, P = dist.shape
+        if P == 0:
+            return np.arange(S, dtype=np.int64), np.full(S, -1, np.int64)
         k = P if n_pieces is None else min(int(n_pieces), P)
         order = np.argsort(dist, axis=1, kind="stable")[:, :k]
         ok = np.isfinite(np.take_along_axis(dist, order, axis=1))
+        order[~ok] = -1
         # a sample without any entry keeps one piece without energy
-        keep_first = ~ok.any(axis=1) if k else np.ones(S, bool)
-        if k == 0:
-            order = np.full((S, 1), -1, np.int64)
-            ok = np.ones((S, 1), bool)
-        else:
-            order = np.where(ok, order, -1)
-            ok[:, 0] |= keep_first
+        ok[:, 0] |= ~ok.any(axis=1)
         owner = np.repeat(np.arange(S), ok.sum(axis=1))
         return owner, order[ok].astype(np.int64)
 
@@ -430,7 +426,7 @@ def _target_grad(statistic, node, batch, targets, w):
     equality)."""
     if statistic == "unigram":
         U = segment_sum(node, batch.node_offsets)
-        has = ~np.isnan(targets[:, 0]) if targets.shape[1] else np.zeros(len(w), bool)
+        has = ~np.isnan(targets[:, 0])
         sgn = np.sign(U - np.where(has[:, None], targets, 0.0)) * np.where(has, w, 0.0)[:, None]
         return np.repeat(sgn, batch.lengths, axis=0), None
     hot = np.zeros_like(node)

@@ -174,9 +174,10 @@ def bethe_project(unary, pairwise, energy, *, batch=None, pw_index=None, psi=1.0
         ``beta_t`` of Bethe-RDA (>= 0); 0 is the paper's choice.
     n_pieces : int, "all" or None, default=None
         Global minimisation for energies that are a minimum of convex pieces
-        (those with a ``pieces`` method: ``NearestStatistic``, ``min_i ||u_i -
-        T(mu)||_1``).  Their objective's minimum is the smallest of the minima
-        of the convex objectives with one piece each, so every sample is
+        (those with ``pieces`` and ``piece`` methods, pieces on the node
+        marginals: ``NearestStatistic``, ``min_i ||u_i - T(mu)||_1``).  Their
+        objective's minimum is the smallest of the minima of the convex
+        objectives with one piece each, so every sample is
         projected once per piece (each a convex problem, solved by ``method``
         in one batched run over all samples and pieces) and keeps the
         projection of smallest objective.  An int keeps, per sample, the
@@ -425,7 +426,6 @@ def _project_pieces(batch, unary, pairwise, pw_index, energy, psi, n_pieces, met
     theta_v = np.empty_like(unary)
     K = unary.shape[1]
     edge = np.empty((batch.n_edges, K, K)) if edge_marginals else None
-    tables, idx = pairwise, pw_index
     objective = np.empty(S)
     chosen = np.empty(S, np.int64)
     n_iter, converged, changes = 0, True, []
@@ -456,11 +456,6 @@ def _project_pieces(batch, unary, pairwise, pw_index, energy, psi, n_pieces, met
         theta_v[dn] = res.unary[bn]
         if edge is not None:
             edge[de] = res.edge_marginals[be]
-        if piece.uses_edges:        # one modified table per edge
-            if tables is pairwise:
-                tables = np.empty((batch.n_edges, K, K))
-                idx = np.arange(batch.n_edges, dtype=np.int64)
-            tables[de] = res.pairwise[be]
         objective[samples] = res.objective[best]
         chosen[samples] = entries[sel][best]
         n_iter = max(n_iter, res.n_iter)
@@ -471,5 +466,6 @@ def _project_pieces(batch, unary, pairwise, pw_index, energy, psi, n_pieces, met
     change = np.zeros(max((c.size for c in changes), default=0))
     for c in changes:
         change[:c.size] = np.maximum(change[:c.size], c)
-    return BetheProjection(node, edge, theta_v, tables, idx, n_iter + 1, converged,
+    # pieces read node marginals only: the edge tables are the input ones
+    return BetheProjection(node, edge, theta_v, pairwise, pw_index, n_iter + 1, converged,
                            energy.piece(chosen, batch), objective, {"change": change})
