@@ -164,8 +164,8 @@ def run_skstruct(row_name, out):
 
 def primal_of(row_name, w, layout_kind, n_labels=None):
     """C-form primal of a pystruct weight vector, evaluated by skstruct's oracles."""
-    from skstruct.solvers._bcfw import hinge_pass
-    from skstruct.solvers._predict import scratch
+    from skstruct.models._oracle import hinge_pass
+    from skstruct.models._predict import scratch
 
     row = ROWS[row_name]
     X_train, y_train, _, _, kind = load(row["data"])

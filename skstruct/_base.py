@@ -6,12 +6,15 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
-from .inference._api import n_threads
+from ._core import check_number, n_threads  # noqa: F401  (check_number re-exported)
 from .models import StructuredModel, auto_model
 
 
-def resolve_model(model, X, y):
-    """A fitted clone of ``model`` (``"auto"`` picks one from the data)."""
+def resolve_model(model, X, y, batched_only=False):
+    """A fitted clone of ``model`` (``"auto"`` picks one from the data).
+
+    ``batched_only``: the estimator needs a built-in model's design (its
+    algorithms read marginals, which the model protocol does not give)."""
     if isinstance(model, str):
         if model != "auto":
             raise ValueError(f"model must be 'auto' or a model from skstruct.models, got "
@@ -20,19 +23,18 @@ def resolve_model(model, X, y):
     elif not isinstance(model, StructuredModel):
         raise ValueError(f"model must be 'auto' or a model from skstruct.models, got "
                          f"{type(model).__name__}")
+    if batched_only and not model.has_batched_path():
+        raise ValueError(f"model {type(model).__name__} is not a built-in model (or overrides "
+                         "a protocol method); this estimator needs the batched models of "
+                         "skstruct.models")
     return clone(model).fit(X, y)
 
 
-def check_number(est, name, low=0, strict=True, integer=False):
-    """Raise a ``ValueError`` naming parameter ``name`` of ``est`` unless it is a
-    finite number (an integer if ``integer``; never a bool) above ``low``
-    (or equal to it when not ``strict``)."""
-    v = getattr(est, name)
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(v, bool) or not isinstance(v, kind) or not np.isfinite(v) or (
-            v <= low if strict else v < low):
-        raise ValueError(f"{name} must be {'an integer' if integer else 'a number'} "
-                         f"{'>' if strict else '>='} {low}, got {v!r}")
+def _set_n_features_in(est, model):
+    """``n_features_in_``: the node features the model was fitted with, when it has them."""
+    n = getattr(model, "n_features_", None)
+    if n is not None:
+        est.n_features_in_ = int(n)
 
 
 def loss_weights(class_weight, classes, codes):
@@ -69,10 +71,15 @@ class StructuredEstimatorMixin:
     """``predict``/``score``/tags for estimators with a fitted ``model_`` and weights.
 
     Subclasses provide ``_weights()`` returning ``(W (F, Kp), P (EF, K, K))``.
+    A ``model_`` of the model protocol without the batched path predicts
+    through its own ``inference`` with ``coef_``.
     """
 
+    def _batched(self):
+        return self.model_.has_batched_path()
+
     def _decode(self, X):
-        from .solvers._predict import predict_labels
+        from .models._predict import predict_labels
 
         check_is_fitted(self, "coef_")
         design, packed = self.model_.design(X)
@@ -98,8 +105,35 @@ class StructuredEstimatorMixin:
             ``(n_samples, n_labels)`` for multi-label, ``(n_samples,)`` for
             multiclass.
         """
+        check_is_fitted(self, "coef_")
+        if not self._batched():
+            return [self.model_.inference(x, self.coef_) for x in X]
         labels, packed = self._decode(X)
         return self.model_._format(labels, packed)
+
+    @property
+    def unary_coef_(self):
+        """Unary weights, one row per class: ``(n_classes, n_features)`` (for
+        :class:`~skstruct.models.MultiLabelModel`, ``(n_labels, n_features)``:
+        label ``l`` scores ``+/- unary_coef_[l] @ x``)."""
+        check_is_fitted(self, "coef_")
+        if not self._batched():
+            raise AttributeError("unary_coef_ is defined for the built-in models; this model's "
+                                 "weights are coef_, in the layout of its joint_feature")
+        return self.model_.unary_view(self._weights()[0])
+
+    @property
+    def pairwise_coef_(self):
+        """Pairwise tables ``(n_edge_features, n_classes, n_classes)``: edge ``e``
+        scores ``sum_f edge_features[e, f] * pairwise_coef_[f, a, b]`` for label
+        ``a`` at its first node and ``b`` at its second (one table, ``f = 0``,
+        without edge features)."""
+        check_is_fitted(self, "coef_")
+        if not self._batched():
+            raise AttributeError("pairwise_coef_ is defined for the built-in models; this "
+                                 "model's weights are coef_, in the layout of its "
+                                 "joint_feature")
+        return self._weights()[1]
 
     def score(self, X, y):
         """Hamming accuracy: the fraction of nodes (labels) predicted right.

@@ -1,13 +1,21 @@
 """The structured SVM estimator."""
 
 import time
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
-from ._base import StructuredEstimatorMixin, check_number, loss_weights, resolve_model
-from .inference._api import _n_chunks, n_threads
+from ._base import (
+    StructuredEstimatorMixin,
+    _set_n_features_in,
+    loss_weights,
+    resolve_model,
+)
+from ._core._decoders import TRWS, VITERBI
+from ._core._params import Interval, Options, validate_params
+from .models import StructuredModel
 
 _SOLVERS = ("bcfw", "subgradient")
 _SURROGATES = ("margin", "slack", "poslearn", "lp")
@@ -28,11 +36,17 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     ----------
     C : float, default=1.0
         Weight of the hinge losses (larger: less regularisation).
-    model : "auto" or a model from :mod:`skstruct.models`, default="auto"
-        The joint feature map.  ``"auto"`` picks ``ChainModel`` for a list of
-        arrays, ``GraphModel`` for a list of ``(nodes, edges[, edge_features])``
-        tuples, ``MultiLabelModel`` (full label graph up to 12 labels, Chow-Liu
-        tree beyond) for a 2-D ``X`` with a 2-D ``y`` and ``MulticlassModel``
+    model : "auto" or a StructuredModel, default="auto"
+        The joint feature map: a built-in model of :mod:`skstruct.models`
+        (trained by compiled passes over the whole batch), or any
+        :class:`~skstruct.models.StructuredModel` subclass that implements
+        the model protocol (``joint_feature``, ``loss_augmented_inference``,
+        ... in plain Python; trained one sample at a time through it, with
+        margin rescaling under the model's own ``loss``).  ``"auto"`` picks
+        ``ChainModel`` for a list of arrays, ``GraphModel`` for a list of
+        ``(nodes, edges[, edge_features])`` tuples, ``MultiLabelModel`` (full
+        label graph up to 12 labels, Chow-Liu tree beyond) for a 2-D ``X`` with a
+        2-D ``y`` and ``MulticlassModel``
         for a 2-D ``X`` with a 1-D ``y``.  The object passed is never
         modified; the fitted copy is ``model_``.
     solver : {"bcfw", "subgradient"}, default="bcfw"
@@ -106,6 +120,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         The fitted joint feature map.
     n_iter_ : int
         Passes run.
+    n_features_in_ : int
+        Node features of the training data (for models that have them).
     history_ : dict of ndarray
         Per checked pass: ``"pass"``, ``"primal"``, ``"dual"`` (BCFW; NaN-free:
         the subgradient solver reports no dual and no gap), ``"gap"``,
@@ -113,12 +129,53 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
 
     Notes
     -----
+    Built-in models train by compiled passes over the packed batch; any
+    other model of the protocol by the same algorithms one sample at a time
+    (:mod:`skstruct.solvers._protocol`), with ``surrogate="margin"`` and the
+    model's own loss (``loss`` and ``class_weight`` then must keep their
+    defaults).  A subclass of a built-in model that overrides a protocol
+    method is trained through the protocol, so the override is honoured.
+
     BCFW stores each sample's dual block compactly: one coefficient per
     node and class for the unary part (the size of the data, not
     ``n_samples x n_features``) and a dense pairwise block per sample.
+
+    Examples
+    --------
+    >>> from skstruct import StructuredSVM
+    >>> from skstruct.datasets import load_letters
+    >>> d = load_letters()
+    >>> X, y = d.X[:200], d.y[:200]
+    >>> svm = StructuredSVM(C=0.1, max_iter=20, random_state=0).fit(X, y)
+    >>> svm.unary_coef_.shape, svm.pairwise_coef_.shape
+    ((26, 128), (1, 26, 26))
+    >>> bool(svm.history_["gap"][-1] < svm.history_["gap"][0])
+    True
+    >>> round(svm.score(d.X[200:400], d.y[200:400]), 2) > 0.5
+    True
     """
 
-    def __init__(self, C=1.0, model="auto", solver="bcfw", surrogate="margin", max_iter=100,
+    _parameter_constraints = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "model": [Options("auto"), StructuredModel],
+        "solver": [Options(*_SOLVERS)],
+        "surrogate": [Options(*_SURROGATES)],
+        "max_iter": [Interval(Integral, 1)],
+        "tol": [Interval(Real, 0)],
+        "check_every": [None, Interval(Integral, 0)],
+        "averaging": ["boolean"],
+        "sample_order": [Options(*_ORDERS)],
+        "batch_size": [Interval(Integral, 1)],
+        "loss": [Options(*_LOSSES)],
+        "class_weight": [None, Options("balanced"), dict],
+        "inference_iter": [Interval(Integral, 1)],
+        "warm_start": ["boolean"],
+        "n_jobs": [None, Interval(Integral)],
+        "random_state": ["random_state"],
+        "verbose": [Interval(Integral, 0), "boolean"],
+    }
+
+    def __init__(self, *, C=1.0, model="auto", solver="bcfw", surrogate="margin", max_iter=100,
                  tol=1e-3, check_every=None, averaging=True, sample_order="perm",
                  batch_size=1, loss="hamming", class_weight=None, inference_iter=10,
                  warm_start=False, n_jobs=None, random_state=None, verbose=0):
@@ -142,18 +199,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
-        check_number(self, "C")
-        check_number(self, "max_iter", integer=True)
-        check_number(self, "tol", strict=False)
-        check_number(self, "batch_size", integer=True)
-        check_number(self, "inference_iter", integer=True)
-        if self.check_every is not None:
-            check_number(self, "check_every", strict=False, integer=True)
-        for name, allowed in (("solver", _SOLVERS), ("surrogate", _SURROGATES),
-                              ("sample_order", _ORDERS), ("loss", _LOSSES)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got "
-                                 f"{getattr(self, name)!r}")
+        validate_params(self)
         if self.surrogate == "lp" and self.solver == "bcfw":
             raise ValueError("surrogate='lp' needs solver='subgradient' (see the docstring)")
         if self.surrogate == "slack" and (self.class_weight is not None
@@ -163,16 +209,53 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
 
     def _check_structure(self, design):
         kind = design.kind
-        if self.surrogate == "slack" and np.any(kind != 0):
-            s = int(np.flatnonzero(kind != 0)[0])
+        if self.surrogate == "slack" and np.any(kind != VITERBI):
+            s = int(np.flatnonzero(kind != VITERBI)[0])
             raise ValueError(f"surrogate='slack' is exact only on chains; sample {s} is not a "
                              "chain")
-        if self.surrogate == "poslearn" and np.any(kind == 3):
-            s = int(np.flatnonzero(kind == 3)[0])
+        if self.surrogate == "poslearn" and np.any(kind == TRWS):
+            s = int(np.flatnonzero(kind == TRWS)[0])
             raise ValueError(f"surrogate='poslearn' needs exact max-marginals (chains, forests "
                              f"or tiny graphs); sample {s} is loopy")
 
+    def _check_protocol(self, model):
+        for name, default in (("surrogate", "margin"), ("loss", "hamming"),
+                              ("class_weight", None)):
+            if getattr(self, name) != default:
+                raise ValueError(f"{name}={getattr(self, name)!r} needs a built-in model; "
+                                 f"{type(model).__name__} is trained through the model "
+                                 f"protocol, with margin rescaling and its own loss")
+
     # --------------------------------------------------------------------- fit
+    def _make_solver(self, model, X, y):
+        """The solver of ``self.solver`` for this model and data (the previous
+        fit's, when warm-starting on data of the same shape)."""
+        from .solvers import SSVM_SOLVERS
+
+        batched, protocol = SSVM_SOLVERS[self.solver]
+        extra = {"batch_size": self.batch_size} if self.solver == "subgradient" else {}
+        if model.has_batched_path():
+            design, _ = model.design(X, y)
+            self._check_structure(design)
+            lw = loss_weights(self.class_weight, model.classes_, design.y)[design.y]
+            if self.loss == "normalized_hamming":
+                lw = lw / np.repeat(np.maximum(design.batch.lengths, 1), design.batch.lengths)
+            if self.surrogate == "lp":
+                design.kind = np.full_like(design.kind, TRWS)
+            lam = 1.0 / (self.C * design.batch.n_samples)
+            solver = batched(design, lw, lam=lam, surrogate=self.surrogate,
+                             averaging=self.averaging, inference_iter=self.inference_iter,
+                             n_jobs=self.n_jobs, **extra)
+        else:
+            self._check_protocol(model)
+            X, y = _sample_lists(X, y)
+            solver = protocol(model, X, y, lam=1.0 / (self.C * len(X)),
+                              averaging=self.averaging, **extra)
+        old = getattr(self, "_solver", None)
+        if self.warm_start and old is not None and old.key() == solver.key():
+            return old
+        return solver
+
     def fit(self, X, y):
         """Learn the weights.
 
@@ -183,7 +266,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             graphs: tuples ``(node_features (n_nodes_i, n_features), edges
             (n_edges_i, 2)[, edge_features (n_edges_i, n_edge_features)])``.
             Or a 2-D array ``(n_samples, n_features)`` for multi-label and
-            multiclass models.
+            multiclass models; any sequence of samples for a model of the
+            protocol.
         y : list of length n_samples of arrays (n_nodes_i,)
             Node labels (any sortable values); a binary array
             ``(n_samples, n_labels)`` for multi-label; 1-D for multiclass.
@@ -192,89 +276,56 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         -------
         self
         """
-        from .solvers._predict import scratch
-
         self._check_params()
         model = resolve_model(self.model, X, y)
-        design, _ = model.design(X, y)
-        self._check_structure(design)
-        K = design.n_classes
-        lw = loss_weights(self.class_weight, model.classes_, design.y)[design.y]
-        if self.loss == "normalized_hamming":
-            lw = lw / np.repeat(np.maximum(design.batch.lengths, 1), design.batch.lengths)
-        force = self.surrogate == "lp"
-        if force:
-            design.kind = np.full_like(design.kind, 3)
-        D = design.args(design.y, lw, self.inference_iter)
-        F = design.n_features_total
-        Kp = design.n_columns
-        EF = design.n_edge_features
-        S = design.batch.n_samples
-        n_eff = S
-        lam = 1.0 / (self.C * n_eff)
+        solver = self._make_solver(model, X, y)
+        S = solver.n_samples
         rng = check_random_state(self.random_state)
-        warm = (self.warm_start and hasattr(self, "_state")
-                and self._state["shape"] == (S, design.batch.n_nodes, F, Kp, EF, K,
-                                             self.solver, self.C))
-        if warm:
-            st = self._state
-        else:
-            st = self._init_state(S, design, F, Kp, EF, K)
-            st["shape"] = (S, design.batch.n_nodes, F, Kp, EF, K, self.solver, self.C)
-        sc = st["scratch"] if warm else scratch(design)
-        st["scratch"] = sc
         check_every = self.check_every
         if check_every is None:
             check_every = 1 if self.solver == "bcfw" else 0
         hist = {k: [] for k in ("pass", "primal", "dual", "gap", "seconds")}
-        chunks = design.batch.chunks(_n_chunks())
-        seconds = st.get("seconds", 0.0)
-        n_pass = st.get("n_pass", 0)
         self.model_ = model
-        self.classes_ = model.classes_
-        # an empty pass compiles (or loads) the kernel, so that compilation never
+        if hasattr(model, "classes_"):
+            self.classes_ = model.classes_
+        # an empty pass compiles (or loads) the kernels, so that compilation never
         # counts as training time in history_
-        self._pass(D, st, sc, design, np.zeros(0, np.int64), lam)
+        solver.run_pass(np.zeros(0, np.int64))
         for it in range(self.max_iter):
             order = self._order(rng, S)
             t0 = time.perf_counter()
-            self._pass(D, st, sc, design, order, lam)
-            seconds += time.perf_counter() - t0
-            n_pass += 1
+            solver.run_pass(order)
+            solver.seconds += time.perf_counter() - t0
+            solver.n_pass += 1
             last = it == self.max_iter - 1
             checked = bool(check_every) and ((it + 1) % check_every == 0 or last)
             if checked:
-                primal, dual, gap = self._objective(D, st, sc, design, lam, chunks)
-                for k, v in zip(hist, (n_pass, primal, dual, gap, seconds)):
+                primal, dual, gap = solver.objective()
+                for k, v in zip(hist, (solver.n_pass, primal, dual, gap, solver.seconds)):
                     hist[k].append(v)
             if self.verbose:
-                line = f"pass {n_pass:4d}  {seconds:8.3f} s"
+                line = f"pass {solver.n_pass:4d}  {solver.seconds:8.3f} s"
                 if checked:
                     line += f"  primal {primal:.6g}"
-                    if self.solver == "bcfw":
+                    if solver.has_dual:
                         line += f"  dual {dual:.6g}  gap {gap:.3g}"
                 print(line, flush=True)
-            if checked and self.solver == "bcfw" and gap <= self.tol:
+            if checked and solver.has_dual and gap <= self.tol:
                 break
-        st["seconds"] = seconds
-        st["n_pass"] = n_pass
-        self._state = st
-        W, P = self._current(st, D)
-        self._W = W
-        self._P = P
-        self.coef_ = np.concatenate([W.ravel(), P.ravel()])
-        self.n_iter_ = n_pass
+        self._solver = solver
+        if model.has_batched_path():
+            W, P = solver.weights()
+            self._W, self._P = W, P
+            self.coef_ = np.concatenate([W.ravel(), P.ravel()])
+        else:
+            self.coef_ = solver.weights()
+        self.n_iter_ = solver.n_pass
+        _set_n_features_in(self, model)
         self.history_ = {k: np.asarray(v, dtype=np.int64 if k == "pass" else np.float64)
                          for k, v in hist.items()}
-        if self.solver == "subgradient":
+        if not solver.has_dual:
             del self.history_["dual"], self.history_["gap"]
         return self
-
-    def _pass(self, D, st, sc, design, order, lam):
-        if self.solver == "bcfw":
-            return self._bcfw_pass(D, st, sc, design, order, lam)
-        with n_threads(self.n_jobs):
-            return self._sg_epoch(D, st, sc, design, order, lam)
 
     def _order(self, rng, S):
         if self.sample_order == "perm" or self.solver == "subgradient" and self.batch_size > 1:
@@ -287,138 +338,29 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             return rng.permutation(S).astype(np.int64)
         return rng.randint(0, S, S).astype(np.int64)
 
-    def _init_state(self, S, design, F, Kp, EF, K):
-        st = {"W": np.zeros((F, Kp)), "P": np.zeros((EF, K, K))}
-        if self.solver == "bcfw":
-            st.update(A=np.zeros((design.batch.n_nodes, Kp)), Pi=np.zeros((S, EF, K, K)),
-                      ell_i=np.zeros(S), En=np.zeros((design.batch.n_nodes, Kp)),
-                      Pt=np.zeros((EF, K, K)), state=np.zeros(4))
-            st["state"][0] = 1.0
-        else:
-            st.update(Wz=np.zeros((F, Kp)), Pz=np.zeros((EF, K, K)),
-                      state=np.array([1.0, 1.0, 1.0, 0.0]),
-                      Preal=np.zeros((EF, K, K)))
-        return st
-
-    def _bcfw_pass(self, D, st, sc, design, order, lam):
-        from .solvers._bcfw import bcfw_pass, sample_grams
-
-        F = st["W"].shape[0]
-        if "gram" not in st:
-            # Gram matrices make the line search independent of n_features;
-            # samples too big for one fall back to a sparse scatter
-            st["gram"], st["gofs"] = sample_grams(D[0], D[3], D[4], D[5], D[25], D[26], F, 64)
-        if "V" not in st:
-            st["V"] = np.zeros_like(st["W"])
-            st["DP"] = np.zeros_like(st["P"])
-            st["mark"] = np.zeros(F + 1, np.int64)
-            st["touched"] = np.zeros(F, np.int64)
-        if self._chain_fast_path(design, st):
-            from .solvers._bcfw_chain import bcfw_chain_pass
-
-            S = design.batch.n_samples
-            K = design.n_classes
-            # the general kernel's state, seen through its one transition table
-            return bcfw_chain_pass(D[0], D[3], D[4], D[5], D[25], D[26], D[11], D[12], order, lam,
-                                   bool(self.averaging), st["W"], st["P"][0], st["A"],
-                                   st["Pi"].reshape(S, K, K), st["ell_i"], st["En"],
-                                   st["Pt"][0], st["state"], st["gram"], st["gofs"],
-                                   design.max_nodes)
-        return bcfw_pass(D, self._surrogate_code(), order, lam, bool(self.averaging), st["W"],
-                         st["P"], st["A"], st["Pi"], st["ell_i"], st["En"], st["Pt"],
-                         st["state"], sc["U"], sc["Ua"], sc["PE"], sc["msgs"], sc["bp"],
-                         sc["lab"], sc["Sc"], st["V"], st["DP"], st["mark"], st["touched"],
-                         st["gram"], st["gofs"], sc["belief"], sc["up"], design.max_nodes,
-                         design.max_edges)
-
-    def _chain_fast_path(self, design, st):
-        """Whether :func:`bcfw_chain_pass` applies: margin rescaling on chains
-        with one transition table, one parameter column per class and a Gram
-        matrix for every sample."""
-        if st.get("fast", (None,))[0] != self.surrogate:
-            K = design.n_classes
-            lengths = design.batch.lengths
-            st["fast"] = self.surrogate, bool(
-                self.surrogate == "margin" and np.all(design.kind == 0)
-                and design.tied and design.n_edge_features == 1
-                and design.n_columns == K and np.array_equal(design.cmap, np.arange(K))
-                and np.all(design.csign == 1)
-                and np.array_equal(np.diff(st["gofs"]), lengths * lengths))
-        return st["fast"][1]
-
-    def _sg_epoch(self, D, st, sc, design, order, lam):
-        from .solvers._subgradient import subgradient_epoch
-
-        B = min(self.batch_size, design.batch.n_samples)
-        if "trips" not in st:
-            n_trip = 2 * design.max_edges * max(1, design.max_nodes) + 2
-            st["trips"] = np.zeros((B, 4, n_trip))
-            st["n_trips"] = np.zeros(B, np.int64)
-        return subgradient_epoch(D, self._surrogate_code(), order, B, lam,
-                                 bool(self.averaging), st["W"], st["P"], st["Wz"], st["Pz"],
-                                 st["state"], st["Preal"], sc["U"], sc["Ua"], sc["PE"],
-                                 sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], st["trips"],
-                                 st["n_trips"], sc["belief"], sc["up"], design.max_nodes,
-                                 design.max_edges)
-
-    def _surrogate_code(self):
-        return _SURROGATES.index(self.surrogate)
-
-    def _current(self, st, D):
-        """The returned iterate: the weighted average, or the last one."""
-        from .solvers._bcfw import expand_coef
-
-        if self.solver == "bcfw":
-            if self.averaging and st["state"][3] > 0:
-                sig = st["state"][0]
-                Wt = expand_coef(D[3], D[4], D[5], D[25], D[26], st["En"], st["W"].shape[0])
-                return st["W"] + sig * Wt, st["P"] + sig * st["Pt"]
-            return st["W"].copy(), st["P"].copy()
-        a, A, B = st["state"][:3]
-        if self.averaging and st["state"][3] > 0:
-            return A * st["W"] + B * st["Wz"], A * st["P"] + B * st["Pz"]
-        return a * st["W"], a * st["P"]
-
-    def _objective(self, D, st, sc, design, lam, chunks):
-        """Primal, dual and gap (lambda form) of the iterate ``fit`` would return."""
-        from .solvers._bcfw import hinge_pass
-
-        W, P = self._current(st, D)
-        S = design.batch.n_samples
-        hinge = np.zeros(S)
-        ell = np.zeros(S)
-        # a copy of the messages: checking must not disturb the learner's state
-        msgs = sc["msgs"].copy()
-        with n_threads(self.n_jobs):
-            hinge_pass(D, self._surrogate_code(), 1.0, W, P, sc["U"], sc["Ua"], sc["PE"], msgs,
-                       sc["bp"], sc["lab"].copy(), sc["Sc"], sc["belief"], sc["up"],
-                       design.max_nodes, design.max_edges, chunks, hinge, ell)
-        sq = float(np.sum(W * W) + np.sum(P * P))
-        primal = 0.5 * lam * sq + hinge.sum() / S
-        if self.solver != "bcfw":
-            return primal, np.nan, np.nan
-        ell_total = st["state"][2] if self.averaging and st["state"][3] > 0 else \
-            st["state"][1]
-        dual = -0.5 * lam * sq + ell_total
-        return primal, dual, primal - dual
-
     def _weights(self):
         return self._W, self._P
 
     def _predict_iter(self):
         return max(50, 5 * self.inference_iter)
 
-    @property
-    def unary_coef_(self):
-        return self.model_.unary_view(self._W)
-
-    @property
-    def pairwise_coef_(self):
-        return self._P
-
     def __getstate__(self):
         state = self.__dict__.copy()
         # the solver state (dual blocks, scratch) is only needed for warm starts
         # within a session; keep pickles small
-        state.pop("_state", None)
+        state.pop("_solver", None)
         return state
+
+
+def _sample_lists(X, y):
+    """``X`` and ``y`` as sequences of samples for the protocol path."""
+    for name, v in (("X", X), ("y", y)):
+        if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or not hasattr(
+                v, "__getitem__"):
+            raise ValueError(f"{name} must be a sequence of samples (a list, or an array "
+                             f"whose rows are samples), got {type(v).__name__}")
+    if len(X) != len(y):
+        raise ValueError(f"X has {len(X)} samples but y has {len(y)}")
+    if len(X) == 0:
+        raise ValueError("X holds no samples")
+    return X, y

@@ -30,25 +30,11 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .inference._bethe import segment_sum
+from ._core import check_psi, segment_sum
 
 __all__ = ["Energy", "LinearMeasurements", "NearestStatistic", "PoissonCounts", "segment_sum"]
 
 
-
-
-def _check_psi(psi, n_samples, n_terms):
-    psi = np.asarray(psi, dtype=np.float64)
-    if psi.ndim == 0:
-        psi = np.full((n_samples, n_terms), float(psi))
-    elif psi.ndim == 1 and psi.shape[0] == n_terms:
-        psi = np.broadcast_to(psi, (n_samples, n_terms))
-    if psi.shape != (n_samples, n_terms):
-        raise ValueError(f"psi must be a scalar, ({n_terms},) or ({n_samples}, {n_terms}); "
-                         f"got shape {psi.shape}")
-    if not np.all(np.isfinite(psi)):
-        raise ValueError("psi contains NaN or infinite values")
-    return psi
 
 
 class Energy(BaseEstimator):
@@ -77,7 +63,7 @@ class Energy(BaseEstimator):
 
     def value(self, node, edge, batch, psi):
         """``L_psi(mu_s)`` per sample, shape (n_samples,)."""
-        psi = _check_psi(psi, batch.n_samples, self.n_terms)
+        psi = check_psi(psi, batch.n_samples, self.n_terms)
         return np.sum(psi * self.terms(node, edge, batch), axis=1)
 
     def terms(self, node, edge, batch):
@@ -90,7 +76,7 @@ class Energy(BaseEstimator):
         """Gradient of ``sum_s L_psi(mu_s)`` in ``mu``: ``(g_node (N, K), g_edge
         (E, K, K) or None)``."""
         self._check_fitted()
-        psi = _check_psi(psi, batch.n_samples, self.n_terms)
+        psi = check_psi(psi, batch.n_samples, self.n_terms)
         return self._grad(node, edge, batch, psi)
 
     def cross(self, node, edge, batch, d_node, d_edge=None):
@@ -217,7 +203,7 @@ class LinearMeasurements(Energy):
 
     def lipschitz(self, psi, batch):
         self._check_fitted()
-        psi = np.maximum(_check_psi(psi, batch.n_samples, self.n_terms), 0.0)
+        psi = np.maximum(check_psi(psi, batch.n_samples, self.n_terms), 0.0)
         # the Hessian of psi_j h(m_j) is psi_j h'' a_j a_j^T with a_j repeated over the
         # sample's nodes (and edges): its norm is psi_j / gamma * ||a_j||^2
         n = batch.lengths.astype(np.float64)[:, None]

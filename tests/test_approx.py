@@ -17,9 +17,9 @@ from sklearn.utils.estimator_checks import (
 )
 
 from skstruct import ApproxStructuredPredictor
-from skstruct._approx import _Context
 from skstruct.inference import forward_backward
 from skstruct.models import ChainModel, GraphModel, MultiLabelModel
+from skstruct.solvers._primal_dual import PrimalDual, counting_numbers
 from tests.brute import all_scores, score_of
 from tests.inference.kernel_cases import random_graph
 
@@ -48,13 +48,14 @@ def graphs(seed=0, kinds=("cycle4", "random", "complete", "tree"), K=3, F=2):
 def context(est, X, y, theta_scale=0.7, seed=1):
     """A fitted estimator's context with random parameters."""
     est.set_params(max_iter=1).fit(X, y)
-    st = est._state
+    st = est._solver
     rng = np.random.default_rng(seed)
-    W = theta_scale * rng.normal(size=st["W"].shape)
-    P = theta_scale * rng.normal(size=st["P"].shape)
+    W = theta_scale * rng.normal(size=st.W.shape)
+    P = theta_scale * rng.normal(size=st.P.shape)
     design, _ = est.model_.design(X, y)
-    D = design.args(design.y, est._context_lw(design), 1)
-    ctx = _Context(est, design, D, *est._counting(design))
+    ctx = PrimalDual(design, est._context_lw(design),
+                     *counting_numbers(design, est.counting_numbers), epsilon=est.epsilon,
+                     p=est.p, C=est.C, loss=est.loss is not None)
     return ctx, design, W, P
 
 

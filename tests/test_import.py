@@ -5,7 +5,8 @@ CODE = """
 import sys
 import skstruct
 assert "numba" not in sys.modules, "import skstruct must not import numba"
-from skstruct.inference import _chain, _tree, _exact, _graph
+from skstruct.inference import _chain, _tree, _exact
+from skstruct._core import _graph
 import skstruct.inference as inf
 kernels = [_chain.viterbi_batch, _chain.forward_backward_batch, _tree.tree_batch,
            _exact.exact_batch, _graph.build_adjacency]

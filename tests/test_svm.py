@@ -41,6 +41,7 @@ from skstruct.metrics import (
 )
 from skstruct.models import ChainModel, GraphModel, MulticlassModel, MultiLabelModel
 from skstruct.preprocessing import NodeTransformer
+from skstruct.solvers import BCFW
 from tests.brute import all_scores, score_of
 from tests.inference.kernel_cases import random_graph
 
@@ -178,8 +179,8 @@ def test_chain_fast_path_repeats_the_general_kernel(monkeypatch, params):
     y.insert(4, np.zeros(0, np.int64))
     common = dict(C=0.5, max_iter=6, tol=0.0, random_state=1, **params)
     fast = StructuredSVM(**common).fit(X, y)
-    assert fast._state["fast"] == ("margin", True)
-    monkeypatch.setattr(StructuredSVM, "_chain_fast_path", lambda self, design, st: False)
+    assert (fast.surrogate, fast._solver.fused_chain) == ("margin", True)
+    monkeypatch.setattr(BCFW, "_fused_chain_applies", lambda self: False)
     general = StructuredSVM(**common).fit(X, y)
     np.testing.assert_allclose(fast.coef_, general.coef_, rtol=1e-9, atol=1e-12)
     for key in ("primal", "dual", "gap"):
@@ -190,14 +191,14 @@ def test_chain_fast_path_repeats_the_general_kernel(monkeypatch, params):
 def test_chain_fast_path_is_only_taken_where_it_applies():
     X, y = synthetic_chains(seed=3, n=8, F=3, K=3, max_len=4)
     est = StructuredSVM(max_iter=1, random_state=0)
-    assert est.fit(X, y)._state["fast"] == ("margin", True)
-    assert est.set_params(surrogate="slack").fit(X, y)._state["fast"] == ("slack", False)
+    assert est.fit(X, y)._solver.fused_chain
+    assert not est.set_params(surrogate="slack").fit(X, y)._solver.fused_chain
     long_X = X + [np.ones((70, 3))]
     long_y = y + [np.zeros(70, np.int64)]
     # no Gram matrix for a 70-node sample: the general kernel takes over
-    assert StructuredSVM(max_iter=1).fit(long_X, long_y)._state["fast"] == ("margin", False)
+    assert not StructuredSVM(max_iter=1).fit(long_X, long_y)._solver.fused_chain
     Xg, yg = synthetic_graphs(n=6)
-    assert StructuredSVM(max_iter=1).fit(Xg, yg)._state["fast"] == ("margin", False)
+    assert not StructuredSVM(max_iter=1).fit(Xg, yg)._solver.fused_chain
 
 
 @pytest.mark.parametrize("name", ["bcfw", "bcfw_last"])
@@ -500,8 +501,8 @@ def test_get_set_params_and_clone_with_nested_model():
     est = StructuredSVM(model=MultiLabelModel(), C=2.0)
     params = est.get_params(deep=True)
     assert params["C"] == 2.0 and params["model__edges"] == "full"
-    est.set_params(model__edges="tree", model__inference="exact", max_iter=7)
-    assert est.model.edges == "tree" and est.model.inference == "exact"
+    est.set_params(model__edges="tree", model__inference_method="exact", max_iter=7)
+    assert est.model.edges == "tree" and est.model.inference_method == "exact"
     assert est.max_iter == 7
     c = clone(est)
     assert c.model is not est.model
@@ -525,7 +526,7 @@ def _same_dict(a, b):
     lambda: (MultiLabelModel(edges=np.array([[0, 1], [1, 2]])), "multilabel"),
     lambda: (MultiLabelModel(edges="tree"), "multilabel"),
     lambda: (ChainModel(), "chain"),
-    lambda: (GraphModel(inference="exact"), "graph"),
+    lambda: (GraphModel(inference_method="exact"), "graph"),
 ])
 def test_fit_does_not_mutate_the_model(make, scene_subset):
     model, kind = make()

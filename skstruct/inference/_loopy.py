@@ -21,7 +21,7 @@ sample the work is sequential, so a sweep always sees the latest messages.
 import numpy as np
 from numba import prange
 
-from ._jit import jit, pjit
+from .._core._jit import jit, pjit
 
 NEG_INF = -np.inf
 

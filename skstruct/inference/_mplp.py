@@ -16,7 +16,7 @@ layout of :mod:`._graph`: row ``2 e`` holds ``m_{e -> edges[e, 1]}``, row
 
 import numpy as np
 
-from ._jit import jit
+from .._core._jit import jit
 from ._loopy import _gather
 
 

@@ -40,7 +40,7 @@ an edge.
 import numpy as np
 from numba import prange
 
-from ._jit import jit, pjit
+from .._core._jit import jit, pjit
 
 
 @jit
@@ -283,71 +283,3 @@ def _node_belief(v, x, K, t, eps, c_node, c_edge, adj_offsets, adj_edge, adj_sid
     return val
 
 
-@pjit
-def pd_gradient(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_side, theta_v,
-                pairwise, pw_index, c_node, c_edge, eps, lam, y, xdata, xind, xptr, xrow, xoff,
-                cmap, csign, tied, edata, eind, eptr, chunks, terms, gW_parts, gP_parts):
-    """Objective terms and the data part of the gradient, fused.
-
-    Like :func:`pd_objective` with beliefs, but instead of storing the
-    beliefs it accumulates ``sum_v x_v (x) (b_v - e_{y_v})`` (through the
-    class-to-column map ``cmap``/``csign``) into ``gW_parts[c]`` (F, Kp) and
-    ``sum_e ef_e (x) (b_e - e_{y_e})`` (or, ``tied``, per table
-    ``pw_index[e]``) into ``gP_parts[c]`` (EF, K, K), one slice per chunk of
-    samples, so that no (N, K) or (E, K, K) array is written.
-    """
-    K = theta_v.shape[1]
-    for c in prange(chunks.shape[0] - 1):
-        x = np.empty(K)
-        b = np.empty(K)
-        xe = np.empty(K * K)
-        be = np.empty(K * K)
-        be2 = np.empty(K * K)
-        gW = gW_parts[c]
-        gP = gP_parts[c]
-        gW[:] = 0.0
-        gP[:] = 0.0
-        for s in range(chunks[c], chunks[c + 1]):
-            total = 0.0
-            for v in range(node_offsets[s], node_offsets[s + 1]):
-                for k in range(K):
-                    x[k] = theta_v[v, k]
-                for p in range(adj_offsets[v], adj_offsets[v + 1]):
-                    row = lam[2 * adj_edge[p] + adj_side[p]]
-                    for k in range(K):
-                        x[k] -= row[k]
-                total += _node_belief(v, x, K, eps * c_node[v], eps, c_node, c_edge,
-                                      adj_offsets, adj_edge, adj_side, pairwise, pw_index, lam,
-                                      b, xe, be2)
-                if y[v] >= 0:
-                    b[y[v]] -= 1.0
-                o = xoff[v]
-                r = xrow[v]
-                for p in range(xptr[r], xptr[r + 1]):
-                    g = gW[xind[p] + o]
-                    xv = xdata[p]
-                    for k in range(K):
-                        g[cmap[k]] += csign[k] * xv * b[k]
-            for e in range(edge_offsets[s], edge_offsets[s + 1]):
-                T = pairwise[pw_index[e]]
-                la = lam[2 * e]
-                lb = lam[2 * e + 1]
-                for a in range(K):
-                    for bb in range(K):
-                        xe[a * K + bb] = T[a, bb] + la[a] + lb[bb]
-                total += _soft_belief(xe, K * K, eps * c_edge[e], be)
-                ya = y[edges[e, 0]]
-                yb = y[edges[e, 1]]
-                if ya >= 0 and yb >= 0:
-                    be[ya * K + yb] -= 1.0
-                if tied:
-                    g = gP[pw_index[e]].ravel()
-                    for q in range(K * K):
-                        g[q] += be[q]
-                else:
-                    for p in range(eptr[e], eptr[e + 1]):
-                        g = gP[eind[p]].ravel()
-                        ev = edata[p]
-                        for q in range(K * K):
-                            g[q] += ev * be[q]
-            terms[s] = total

@@ -11,7 +11,7 @@ labelling through that parent label is infeasible anyway.
 import numpy as np
 from numba import prange
 
-from ._jit import jit, pjit
+from .._core._jit import jit, pjit
 
 
 @jit

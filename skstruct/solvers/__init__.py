@@ -1,0 +1,27 @@
+"""The learning algorithms, each owning its state.
+
+* :mod:`._bcfw` / :mod:`._bcfw_chain`: block-coordinate Frank-Wolfe on a
+  built-in model's design; :mod:`._subgradient`: stochastic subgradient
+  descent on it (both over :class:`._design_solver.DesignSolver`);
+* :mod:`._protocol`: the same two algorithms for any model of the protocol,
+  one sample at a time;
+* :mod:`._primal_dual`: Hazan & Urtasun's primal-dual message passing with
+  the parameter step (gradient or L-BFGS direction, Armijo line search);
+* :mod:`._crf`: the CRF likelihood (value, gradient, marginals) and its
+  L-BFGS fit.
+
+Registering a structured SVM solver: one module with a batched class and a
+protocol class, and one line in :data:`SSVM_SOLVERS`.
+"""
+
+from ._bcfw import BCFW
+from ._protocol import ProtocolBCFW, ProtocolSubgradient
+from ._subgradient import Subgradient
+
+# StructuredSVM(solver=name): (solver for built-in models, solver for protocol models)
+SSVM_SOLVERS = {
+    "bcfw": (BCFW, ProtocolBCFW),
+    "subgradient": (Subgradient, ProtocolSubgradient),
+}
+
+__all__ = ["BCFW", "SSVM_SOLVERS", "ProtocolBCFW", "ProtocolSubgradient", "Subgradient"]

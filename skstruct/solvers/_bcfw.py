@@ -19,34 +19,15 @@ into weights only when the average is read.
 """
 
 import numpy as np
-from numba import prange
 
-from ..inference._jit import jit, pjit
-from ._oracle import edge_tables, make_work, oracle, unary_scores
+from .._core._decoders import VITERBI
+from .._core._jit import jit
+from ..models._kernels import expand_coef
+from ..models._oracle import _corner, make_work
+from ._design_solver import DesignSolver
 
 # state slots
 SIGMA, ELL, ELL_AVG, STEP = 0, 1, 2, 3
-
-
-@jit
-def _tables(D, s, P, PE):
-    """Pairwise tables of sample ``s``: ``P`` itself when tied, else ``PE``."""
-    if D[9]:
-        return P
-    edge_tables(D[1][s], D[1][s + 1], D[6], D[7], D[8], P, PE)
-    return PE
-
-
-@jit(inline="always")
-def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate):
-    n0 = D[0][s]
-    n1 = D[0][s + 1]
-    unary_scores(n0, n1, D[3], D[4], D[5], D[25], D[26], W, D[13], D[14], scale_w, U,
-                 D[27])
-    pair = _tables(D, s, P, PE)
-    return oracle(s, surrogate, D[16][s], D[0], D[1], D[2], D[11], D[12], D[13], D[14], U, Ua,
-                  pair, D[10], D[17], D[18], D[19], D[20], D[21], D[22], D[23], msgs, D[24],
-                  bp, lab, Sc, work)
 
 
 @jit
@@ -83,22 +64,6 @@ def _scatter(n0, n1, xdata, xind, xptr, xrow, xoff, Sc, V, mark, touched):
             for c in range(Kp):
                 vrow[c] += x * dv[c]
     return n_touch
-
-
-@jit
-def expand_coef(xdata, xind, xptr, xrow, xoff, coef, n_features):
-    """``sum_v x_v (x) coef[v]``: node coefficients (N, Kp) to weights (F, Kp)."""
-    Kp = coef.shape[1]
-    out = np.zeros((n_features, Kp))
-    for v in range(coef.shape[0]):
-        cv = coef[v]
-        o = xoff[v]
-        for p in range(xptr[xrow[v]], xptr[xrow[v] + 1]):
-            row = out[xind[p] + o]
-            x = xdata[p]
-            for c in range(Kp):
-                row[c] += x * cv[c]
-    return out
 
 
 @jit
@@ -161,21 +126,21 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
     Returns the sum over the pass of the per-block Frank-Wolfe gaps (a
     cheap, stale estimate of the duality gap).
     """
-    n = D[0].shape[0] - 1
+    n = D.node_offsets.shape[0] - 1
     K = U.shape[1]
     Kp = W.shape[1]
     work = make_work(K, max_nodes, max_edges, belief, up)
-    xdata, xind, xptr = D[3], D[4], D[5]
-    xrow, xoff = D[25], D[26]
-    dense = D[27]
-    col_rep = D[15]
-    csign = D[14]
+    xdata, xind, xptr = D.xdata, D.xind, D.xptr
+    xrow, xoff = D.xrow, D.xoff
+    dense = D.dense
+    col_rep = D.col_rep
+    csign = D.csign
     inv = 1.0 / (lam * n)
     ident = Kp == K
     gap_sum = 0.0
     for s in order:
-        n0 = D[0][s]
-        n1 = D[0][s + 1]
+        n0 = D.node_offsets[s]
+        n1 = D.node_offsets[s + 1]
         if n1 == n0:
             continue
         ell_s, _, n_trip = _corner(D, s, 1.0, W, P, U, Ua, PE, msgs, bp, lab, Sc, work,
@@ -204,8 +169,8 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
         npar = dp.shape[0]
         for q in range(npar):
             dp[q] = pi[q]
-        _trip_to_dense(D[6], D[7], D[8], work[10], work[11], work[12], work[13], n_trip, -inv,
-                       DP)
+        _trip_to_dense(D.edata, D.eind, D.eptr, work.trip_edge, work.trip_a, work.trip_b,
+                       work.trip_w, n_trip, -inv, DP)
         sq = 0.0
         for q in range(npar):
             dot += dp[q] * pf[q]
@@ -290,15 +255,93 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
     return gap_sum
 
 
-@pjit
-def hinge_pass(D, surrogate, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, belief, up,
-               max_nodes, max_edges, chunks, hinge, ell):
-    """Surrogate value ``hinge[s]`` and corner loss ``ell[s]`` of every sample at
-    ``scale_w * W, P`` (parallel over chunks of samples), with ``lab`` the
-    maximisers."""
-    K = U.shape[1]
-    for c in prange(chunks.shape[0] - 1):
-        work = make_work(K, max_nodes, max_edges, belief, up)
-        for s in range(chunks[c], chunks[c + 1]):
-            ell[s], hinge[s], _ = _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc,
-                                          work, surrogate)
+
+
+class BCFW(DesignSolver):
+    """Block-coordinate Frank-Wolfe on the dual of a built-in model's design.
+
+    The state: the weights ``W, P``, each sample's dual block (node
+    coefficients ``A`` and pairwise block ``Pi``) and loss ``ell_i``, the lazy
+    weighted average (``En``, ``Pt``, ``state``), and the Gram matrices of
+    the samples, which make the line search independent of ``n_features``.
+    Margin rescaling on chains with one transition table runs a fused kernel
+    (:func:`._bcfw_chain.bcfw_chain_pass`) over the same state.
+    """
+
+    has_dual = True
+
+    def __init__(self, design, loss_weight, **kwargs):
+        super().__init__(design, loss_weight, **kwargs)
+        N = design.batch.n_nodes
+        S = self.n_samples
+        Kp = self.W.shape[1]
+        F = self.W.shape[0]
+        self.A = np.zeros((N, Kp))
+        self.Pi = np.zeros((S,) + self.P.shape)
+        self.ell_i = np.zeros(S)
+        self.En = np.zeros((N, Kp))
+        self.Pt = np.zeros_like(self.P)
+        self.state = np.zeros(4)
+        self.state[SIGMA] = 1.0
+        D = self.D
+        # samples too big for a Gram matrix fall back to a sparse scatter
+        self.gram, self.gofs = sample_grams(D.node_offsets, D.xdata, D.xind, D.xptr, D.xrow,
+                                            D.xoff, F, 64)
+        self.V = np.zeros_like(self.W)
+        self.DP = np.zeros_like(self.P)
+        self.mark = np.zeros(F + 1, np.int64)
+        self.touched = np.zeros(F, np.int64)
+        self.fused_chain = self._fused_chain_applies()
+
+    def _fused_chain_applies(self):
+        """Margin rescaling on chains with one transition table, one parameter
+        column per class and a Gram matrix for every sample."""
+        d = self.design
+        K = d.n_classes
+        lengths = d.batch.lengths
+        return bool(self.surrogate == "margin" and np.all(d.kind == VITERBI)
+                    and d.tied and d.n_edge_features == 1
+                    and d.n_columns == K and np.array_equal(d.cmap, np.arange(K))
+                    and np.all(d.csign == 1)
+                    and np.array_equal(np.diff(self.gofs), lengths * lengths))
+
+    def run_pass(self, order):
+        """One pass over the samples in ``order``; returns the sum of the
+        per-block Frank-Wolfe gaps met on the way (a stale gap estimate)."""
+        D = self.D
+        d = self.design
+        if self.fused_chain:
+            from ._bcfw_chain import bcfw_chain_pass
+
+            S = self.n_samples
+            K = d.n_classes
+            # the general kernel's state, seen through its one transition table
+            return bcfw_chain_pass(D.node_offsets, D.xdata, D.xind, D.xptr, D.xrow, D.xoff,
+                                   D.y, D.loss_weight, order, self.lam, self.averaging, self.W,
+                                   self.P[0], self.A, self.Pi.reshape(S, K, K), self.ell_i,
+                                   self.En, self.Pt[0], self.state, self.gram, self.gofs,
+                                   d.max_nodes)
+        sc = self.scratch
+        return bcfw_pass(D, self.code, order, self.lam, self.averaging, self.W, self.P, self.A,
+                         self.Pi, self.ell_i, self.En, self.Pt, self.state, sc["U"], sc["Ua"],
+                         sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], self.V, self.DP,
+                         self.mark, self.touched, self.gram, self.gofs, sc["belief"], sc["up"],
+                         d.max_nodes, d.max_edges)
+
+    def _averaged(self):
+        return self.averaging and self.state[STEP] > 0
+
+    def weights(self):
+        """The weighted average of the iterates, or the last iterate."""
+        if self._averaged():
+            D = self.D
+            Wt = expand_coef(D.xdata, D.xind, D.xptr, D.xrow, D.xoff, self.En, self.W.shape[0])
+            sig = self.state[SIGMA]
+            return self.W + sig * Wt, self.P + sig * self.Pt
+        return self.W.copy(), self.P.copy()
+
+    def objective(self):
+        primal, sq = self.primal()
+        ell = self.state[ELL_AVG] if self._averaged() else self.state[ELL]
+        dual = -0.5 * self.lam * sq + ell
+        return primal, dual, primal - dual

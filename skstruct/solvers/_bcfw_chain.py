@@ -12,7 +12,7 @@ loops.  The state layout is the general kernel's, so the two can alternate.
 
 import numpy as np
 
-from ..inference._jit import jit
+from .._core._jit import jit
 from ._bcfw import ELL, SIGMA, STEP, advance_average
 
 

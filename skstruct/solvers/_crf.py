@@ -9,11 +9,11 @@ import numpy as np
 import scipy.sparse as sp
 from numba import prange
 
-from ..inference._api import _n_chunks, marginals_batch
-from ..inference._bethe import segment_sum
+from .._core import n_chunks, segment_sum
+from .._core._jit import pjit
+from ..inference._api import marginals_batch
 from ..inference._chain import _fb_log, _fb_scaled, exp_tables
-from ..inference._jit import pjit
-from ._oracle import unary_scores
+from ..models._kernels import unary_scores
 
 
 @pjit
@@ -120,7 +120,7 @@ class CRFObjective:
         self.N = N
         y = design.y
         self.D = design.args(y, np.zeros(N), 1)
-        self.chunks = b.chunks(_n_chunks())
+        self.chunks = b.chunks(n_chunks())
         self.tied = bool(design.tied)
         self.W_shape = (design.n_features_total, design.n_columns)
         self.P_shape = (design.n_edge_features, K, K)
@@ -167,7 +167,7 @@ class CRFObjective:
         """Node potentials (N, K) (plus ``offset``), the edge tables with their
         index per edge, and the score of the truth at ``W``, ``P`` (without the
         offset, per sample)."""
-        from ._potentials import potentials
+        from ..models._kernels import potentials
 
         D = self.D
         b = self.design.batch
@@ -175,12 +175,12 @@ class CRFObjective:
         PE = np.zeros((1, self.K, self.K)) if self.tied else np.empty((b.n_edges, self.K,
                                                                        self.K))
         truth = np.zeros(self.chunks.shape[0] - 1)
-        potentials(b.node_offsets, b.edge_offsets, b.edges, D[3], D[4], D[5], D[25], D[26],
-                   np.ascontiguousarray(W), D[13], D[14], D[27], self.tied, D[10], D[6], D[7],
-                   D[8], np.ascontiguousarray(P), D[11], D[12], False, self.chunks, theta_v, PE,
-                   truth)
+        potentials(b.node_offsets, b.edge_offsets, b.edges, D.xdata, D.xind, D.xptr, D.xrow,
+                   D.xoff, np.ascontiguousarray(W), D.cmap, D.csign, D.dense, self.tied,
+                   D.pw_index, D.edata, D.eind, D.eptr, np.ascontiguousarray(P), D.y,
+                   D.loss_weight, False, self.chunks, theta_v, PE, truth)
         if self.tied:
-            return theta_v, np.ascontiguousarray(P), D[10]
+            return theta_v, np.ascontiguousarray(P), D.pw_index
         return theta_v, PE, np.arange(b.n_edges, dtype=np.int64)
 
     def grad_W(self, R):
@@ -199,7 +199,7 @@ class CRFObjective:
         K = self.K
         if self.tied:
             G = edge_marg.copy()  # summed per table already
-            pwi = self.D[10]
+            pwi = self.D.pw_index
             if self.edge_w is None:
                 np.add.at(G, (pwi, self.ya, self.yb), -1.0)
             else:
@@ -228,7 +228,8 @@ class CRFObjective:
         """Full edge marginals (E, K, K), optionally weighted per edge, summed per
         tied table (what the tied tables' gradient reads)."""
         summed = np.zeros(self.P_shape)
-        np.add.at(summed, self.D[10], edge if weights is None else edge * weights[:, None, None])
+        np.add.at(summed, self.D.pw_index,
+                  edge if weights is None else edge * weights[:, None, None])
         return summed
 
     def truth_scores(self, theta_v, tables, pwi):
@@ -258,9 +259,9 @@ class CRFObjective:
         G = np.zeros((n_chunks,) + self.W_shape)
         GP = np.zeros((n_chunks,) + self.P_shape)
         nll = np.zeros(n_chunks)
-        chain_value_grad(b.node_offsets, b.edge_offsets, D[3], D[4], D[5], D[25], D[26],
-                         np.ascontiguousarray(W), D[13], D[14], D[27], np.ascontiguousarray(P),
-                         D[10], D[11], chunks, np.empty((self.N, self.K)),
+        chain_value_grad(b.node_offsets, b.edge_offsets, D.xdata, D.xind, D.xptr, D.xrow, D.xoff,
+                         np.ascontiguousarray(W), D.cmap, D.csign, D.dense, np.ascontiguousarray(P),
+                         D.pw_index, D.y, chunks, np.empty((self.N, self.K)),
                          np.empty((self.N, self.K)), G, GP, nll)
         if not np.all(np.isfinite(nll)):
             raise ValueError("a sample's true labelling has probability 0 under the model (a "
@@ -301,17 +302,31 @@ class CRFObjective:
 
 
 def fit_lbfgs(obj, w0, max_iter, tol, verbose=False):
-    """Minimise ``obj`` with scipy's L-BFGS-B; returns (w, n_iter, history)."""
+    """Minimise ``obj`` with scipy's L-BFGS-B.
+
+    Returns
+    -------
+    w : ndarray
+    n_iter : int
+    history : dict of ndarray
+        ``"objective"`` after each iteration and ``"seconds"``, the time
+        since the start at that point.
+    """
+    import time
+
     from scipy.optimize import minimize
 
-    hist = []
+    hist = {"objective": [], "seconds": []}
+    t0 = time.perf_counter()
 
     def callback(intermediate_result):
-        hist.append(float(intermediate_result.fun))
+        hist["objective"].append(float(intermediate_result.fun))
+        hist["seconds"].append(time.perf_counter() - t0)
         if verbose:
-            print(f"iter {len(hist):4d}  objective {hist[-1]:.8g}", flush=True)
+            print(f"iter {len(hist['objective']):4d}  objective "
+                  f"{hist['objective'][-1]:.8g}", flush=True)
 
     res = minimize(obj.value_grad, w0, jac=True, method="L-BFGS-B", callback=callback,
                    options=dict(maxiter=int(max_iter), ftol=float(tol), gtol=0.0,
                                 maxcor=10))
-    return res.x, int(res.nit), np.asarray(hist, np.float64)
+    return res.x, int(res.nit), {k: np.asarray(v, np.float64) for k, v in hist.items()}

@@ -12,9 +12,10 @@ Within a mini-batch the oracles run in parallel at the same ``w``.
 import numpy as np
 from numba import prange
 
-from ..inference._jit import jit, pjit
-from ._bcfw import _corner
-from ._oracle import make_work
+from .._core import n_threads
+from .._core._jit import jit, pjit
+from ..models._oracle import _corner, make_work
+from ._design_solver import DesignSolver
 
 # state slots
 A_SCALE, AVG_A, AVG_B, STEP = 0, 1, 2, 3
@@ -45,10 +46,10 @@ def _sample(D, s, j, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate
                                   surrogate)
     n_trips[j] = n_trip
     for q in range(n_trip):
-        trips[j, 0, q] = work[10][q]
-        trips[j, 1, q] = work[11][q]
-        trips[j, 2, q] = work[12][q]
-        trips[j, 3, q] = work[13][q]
+        trips[j, 0, q] = work.trip_edge[q]
+        trips[j, 1, q] = work.trip_a[q]
+        trips[j, 2, q] = work.trip_b[q]
+        trips[j, 3, q] = work.trip_w[q]
 
 
 @pjit
@@ -60,8 +61,8 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
     n_order = order.shape[0]
     K = U.shape[1]
     Kp = Wv.shape[1]
-    xdata, xind, xptr = D[3], D[4], D[5]
-    edata, eind, eptr = D[6], D[7], D[8]
+    xdata, xind, xptr = D.xdata, D.xind, D.xptr
+    edata, eind, eptr = D.edata, D.eind, D.eptr
     hinge = np.zeros(batch_size)
     work1 = make_work(K, max_nodes, max_edges, belief, up)
     total = 0.0
@@ -99,9 +100,9 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
             zc = 0.0
         for j in range(B):
             s = order[start + j]
-            for v in range(D[0][s], D[0][s + 1]):
-                o = D[26][v]
-                r = D[25][v]
+            for v in range(D.node_offsets[s], D.node_offsets[s + 1]):
+                o = D.xoff[v]
+                r = D.xrow[v]
                 for p in range(xptr[r], xptr[r + 1]):
                     f = xind[p] + o
                     x = xdata[p]
@@ -139,3 +140,54 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
             a = 1.0
         state[A_SCALE] = a
     return total / max(n_order, 1)
+
+
+class Subgradient(DesignSolver):
+    """Stochastic subgradient descent (Pegasos step) on a built-in model's design.
+
+    The state: the weights as ``a * (Wv, Pv)``, the running average as
+    ``A (Wv, Pv) + B (Wz, Pz)`` (``state`` holds ``a, A, B`` and the step
+    count), and the per-slot corner triplets of a mini-batch.
+
+    Parameters
+    ----------
+    batch_size : int
+        Samples per step; their oracles run in parallel at the same weights.
+    **kwargs
+        Those of :class:`DesignSolver`.
+    """
+
+    def __init__(self, design, loss_weight, *, batch_size=1, **kwargs):
+        super().__init__(design, loss_weight, **kwargs)
+        d = design
+        self.batch_size = min(int(batch_size), self.n_samples)
+        self.Wz = np.zeros_like(self.W)
+        self.Pz = np.zeros_like(self.P)
+        self.Preal = np.zeros_like(self.P)
+        self.state = np.array([1.0, 1.0, 1.0, 0.0])
+        n_trip = 2 * d.max_edges * max(1, d.max_nodes) + 2
+        self.trips = np.zeros((self.batch_size, 4, n_trip))
+        self.n_trips = np.zeros(self.batch_size, np.int64)
+
+    def key(self):
+        return super().key() + (self.batch_size,)
+
+    def run_pass(self, order):
+        """One epoch over ``order`` in mini-batches; returns the mean surrogate
+        value met along the way."""
+        sc = self.scratch
+        d = self.design
+        with n_threads(self.n_jobs):
+            return subgradient_epoch(self.D, self.code, order, self.batch_size, self.lam,
+                                     self.averaging, self.W, self.P, self.Wz, self.Pz,
+                                     self.state, self.Preal, sc["U"], sc["Ua"], sc["PE"],
+                                     sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], self.trips,
+                                     self.n_trips, sc["belief"], sc["up"], d.max_nodes,
+                                     d.max_edges)
+
+    def weights(self):
+        """The weighted average of the iterates, or the last iterate."""
+        a, A, B = self.state[:3]
+        if self.averaging and self.state[STEP] > 0:
+            return A * self.W + B * self.Wz, A * self.P + B * self.Pz
+        return a * self.W, a * self.P

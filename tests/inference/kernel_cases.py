@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 from hypothesis import strategies as st
 
-from skstruct.inference._graph import build_adjacency
+from skstruct._core._graph import build_adjacency
 
 NEG_INF = -np.inf
 FOREST_KINDS = ("empty", "single", "chain", "index_chain", "tree", "forest")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from skstruct.inference._graph import build_adjacency
+from skstruct._core._graph import build_adjacency
 from skstruct.inference._primal_dual import pd_objective, pd_sweeps
 from tests.brute import brute_force
 from tests.inference.kernel_cases import random_graph

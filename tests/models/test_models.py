@@ -25,7 +25,7 @@ from skstruct.models import (
     auto_model,
     chow_liu_tree,
 )
-from skstruct.models._base import EXACT_LIMIT
+from skstruct.models._design import EXACT_LIMIT
 
 MODELS = [ChainModel, GraphModel, MultiLabelModel, MulticlassModel]
 
@@ -51,14 +51,14 @@ def test_params_are_the_constructor_arguments(Model):
     assert sorted(params) == sorted(names)
     for name, p in inspect.signature(Model).parameters.items():
         assert params[name] == p.default
-    assert params["inference"] == "auto"
+    assert params["inference_method"] == "auto"
     assert isinstance(model, StructuredModel)
     # set_params round trip, clone, repr
-    model.set_params(inference="exact")
-    assert model.get_params()["inference"] == "exact"
+    model.set_params(inference_method="exact")
+    assert model.get_params()["inference_method"] == "exact"
     c = clone(model)
     assert c.get_params() == model.get_params() and c is not model
-    assert "inference='exact'" in repr(model)
+    assert "inference_method='exact'" in repr(model)
 
 
 @pytest.mark.parametrize("Model", MODELS)
@@ -73,17 +73,17 @@ def test_sklearn_parameter_checks(Model, check):
 
 def test_chain_model_options_are_params():
     m = ChainModel(bias=True, start_end=True)
-    assert m.get_params() == {"bias": True, "start_end": True, "inference": "auto"}
+    assert m.get_params() == {"bias": True, "start_end": True, "inference_method": "auto"}
     assert MultiLabelModel(edges="tree").get_params()["edges"] == "tree"
 
 
 def test_invalid_inference_is_rejected_at_fit_only():
     X = [rng_().normal(size=(3, 2))]
-    m = ChainModel(inference="viterbi")  # no error here
+    m = ChainModel(inference_method="viterbi")  # no error here
     with pytest.raises(ValueError, match="inference"):
         m.fit(X, [np.array([0, 1, 0])])
     with pytest.raises(ValueError, match="inference"):
-        MultiLabelModel(inference="bogus").fit(np.ones((3, 2)), np.eye(3, dtype=int))
+        MultiLabelModel(inference_method="bogus").fit(np.ones((3, 2)), np.eye(3, dtype=int))
 
 
 # ---------------------------------------------------------------- fitting
@@ -334,18 +334,19 @@ def test_forced_decoders():
     tree = (rng.normal(size=(4, 2)), np.array([[0, 1], [1, 2], [1, 3]]))
     cycle = (rng.normal(size=(4, 2)), np.array([[0, 1], [1, 2], [2, 3], [3, 0]]))
     chain = (rng.normal(size=(3, 2)), np.array([[0, 1], [1, 2]]))
-    np.testing.assert_array_equal(_kinds(GraphModel(inference="trws"), [tree, cycle], 2), [3, 3])
-    np.testing.assert_array_equal(_kinds(GraphModel(inference="exact"), [tree, cycle], 2),
+    np.testing.assert_array_equal(_kinds(GraphModel(inference_method="trws"), [tree, cycle], 2),
+                                  [3, 3])
+    np.testing.assert_array_equal(_kinds(GraphModel(inference_method="exact"), [tree, cycle], 2),
                                   [2, 2])
-    np.testing.assert_array_equal(_kinds(GraphModel(inference="tree"), [chain, tree], 2),
+    np.testing.assert_array_equal(_kinds(GraphModel(inference_method="tree"), [chain, tree], 2),
                                   [0, 1])
     with pytest.raises(ValueError, match="sample 1"):
-        _kinds(GraphModel(inference="tree"), [tree, cycle], 2)
+        _kinds(GraphModel(inference_method="tree"), [tree, cycle], 2)
     with pytest.raises(ValueError, match="sample 0"):
-        _kinds(GraphModel(inference="chain"), [tree], 2)
+        _kinds(GraphModel(inference_method="chain"), [tree], 2)
     big = (rng.normal(size=(36, 2)), grid_edges(6, 6))  # 3 ** 36 labellings
     with pytest.raises(ValueError, match="too many"):
-        _kinds(GraphModel(inference="exact"), [big], 3)
+        _kinds(GraphModel(inference_method="exact"), [big], 3)
 
 
 def test_label_graph_of_every_multilabel_sample_is_the_same():

@@ -24,9 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skstruct.models import ChainModel, GraphModel, MultiLabelModel
-from skstruct.solvers._bcfw import hinge_pass
-from skstruct.solvers._oracle import SURROGATES, make_work, oracle
-from skstruct.solvers._predict import scratch
+from skstruct.models._oracle import SURROGATES, hinge_pass, make_work, oracle
+from skstruct.models._predict import scratch
 from tests.brute import all_scores, score_of
 from tests.inference.kernel_cases import FOREST_KINDS, LOOPY_KINDS, random_graph
 
@@ -394,16 +393,14 @@ def oracle_corner(design, D, sc, s, surrogate, P):
     unary scores ``U`` (and the per-edge tables ``PE``) of every sample in the
     scratch arrays; returns ``(ell, hinge, Sc rows, triplets (e, a, b, weight))``."""
     K = design.n_classes
-    no = D[0]
+    no = D.node_offsets
     n0, n1 = no[s], no[s + 1]
-    pair = P if D[9] else sc["PE"]
+    pair = P if D.tied else sc["PE"]
     work = make_work(K, design.max_nodes, design.max_edges, sc["belief"], sc["up"])
-    ell, hinge, n_trip = oracle(s, SURROGATES[surrogate], D[16][s], D[0], D[1], D[2], D[11],
-                                D[12], D[13], D[14], sc["U"], sc["Ua"], pair, D[10], D[17],
-                                D[18], D[19], D[20], D[21], D[22], D[23], sc["msgs"], D[24],
+    ell, hinge, n_trip = oracle(D, s, SURROGATES[surrogate], sc["U"], sc["Ua"], pair, sc["msgs"],
                                 sc["bp"], sc["lab"], sc["Sc"], work)
-    trips = [(int(work[10][t]), int(work[11][t]), int(work[12][t]), float(work[13][t]))
-             for t in range(n_trip)]
+    trips = [(int(work.trip_edge[t]), int(work.trip_a[t]), int(work.trip_b[t]),
+              float(work.trip_w[t])) for t in range(n_trip)]
     return ell, hinge, sc["Sc"][n0:n1].copy(), trips
 
 

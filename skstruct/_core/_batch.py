@@ -160,3 +160,11 @@ def _ranges(starts, counts, offsets):
     """Concatenated ``arange(starts[i], starts[i] + counts[i])``; ``offsets`` are the
     cumulative counts (length ``len(counts) + 1``)."""
     return np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1], dtype=np.int64)
+
+
+def segment_sum(a, offsets):
+    """Sums of the rows of ``a`` over ``offsets[s]:offsets[s + 1]`` (empty runs give 0)."""
+    a = np.asarray(a, np.float64)
+    c = np.zeros((a.shape[0] + 1,) + a.shape[1:])
+    np.cumsum(a, axis=0, out=c[1:])
+    return c[offsets[1:]] - c[offsets[:-1]]

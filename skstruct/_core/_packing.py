@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .inference import GraphBatch
-from .inference._api import check_edges
+from ._batch import GraphBatch
+from ._validation import check_edges
 
 
 @dataclass

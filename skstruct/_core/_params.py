@@ -1,0 +1,116 @@
+"""Declarative parameter tables, checked by one helper.
+
+Each estimator declares ``_parameter_constraints``: a dict from parameter
+name to a list of accepted forms; :func:`validate_params` checks every
+parameter at the start of ``fit`` and raises a ``ValueError`` that names
+the parameter, what it accepts and what it got.  (scikit-learn's own
+validator is private API, so skstruct has this small one in its spirit.)
+
+Accepted forms:
+
+* ``None``: the value ``None``;
+* :class:`Interval`: a real or integer number in a range (never a bool,
+  never NaN or infinite);
+* :class:`Options`: one of a set of values (strings, usually);
+* ``"boolean"``: ``True`` or ``False`` (numpy bools too);
+* ``"random_state"``: ``None``, an int or a ``numpy.random.RandomState``;
+* ``callable``: any callable;
+* a class: an instance of it.
+
+Constraints between parameters (``surrogate='lp'`` needs
+``solver='subgradient'``) stay in the estimator's own ``_check_params``.
+"""
+
+import numbers
+
+import numpy as np
+
+
+class Interval:
+    """Numbers of ``kind`` (``numbers.Real`` or ``numbers.Integral``) between
+    ``low`` and ``high`` (``None``: unbounded); ``closed`` is ``"left"``,
+    ``"right"``, ``"both"`` or ``"neither"``."""
+
+    def __init__(self, kind, low=None, high=None, *, closed="both"):
+        self.kind, self.low, self.high, self.closed = kind, low, high, closed
+
+    def accepts(self, v):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, self.kind):
+            return False
+        if not np.isfinite(v):
+            return False
+        if self.low is not None:
+            if v < self.low or (v == self.low and self.closed in ("right", "neither")):
+                return False
+        if self.high is not None:
+            if v > self.high or (v == self.high and self.closed in ("left", "neither")):
+                return False
+        return True
+
+    def __str__(self):
+        what = "an integer" if self.kind is numbers.Integral else "a number"
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>=' if self.closed in ('left', 'both') else '>'} {self.low}")
+        if self.high is not None:
+            parts.append(f"{'<=' if self.closed in ('right', 'both') else '<'} {self.high}")
+        return what + (" " + " and ".join(parts) if parts else "")
+
+
+class Options:
+    """One of the given values."""
+
+    def __init__(self, *values):
+        self.values = values
+
+    def accepts(self, v):
+        return isinstance(v, (str, type(None))) and v in self.values
+
+    def __str__(self):
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+
+def _accepts(c, v):
+    if c is None:
+        return v is None
+    if c == "boolean":
+        return isinstance(v, (bool, np.bool_))
+    if c == "random_state":
+        return (v is None or isinstance(v, np.random.RandomState)
+                or (isinstance(v, numbers.Integral) and not isinstance(v, bool)))
+    if c is callable:
+        return callable(v)
+    if isinstance(c, type):
+        return isinstance(v, c)
+    return c.accepts(v)
+
+
+def _describe(c):
+    if c is None:
+        return "None"
+    if c == "boolean":
+        return "a bool"
+    if c == "random_state":
+        return "None, an int or a RandomState"
+    if c is callable:
+        return "a callable"
+    if isinstance(c, type):
+        return f"an instance of {c.__name__}"
+    return str(c)
+
+
+def validate_params(est):
+    """Check every parameter of ``est`` against ``est._parameter_constraints``.
+
+    Raises
+    ------
+    ValueError
+        ``"{name} must be {what it accepts}, got {value!r}"`` for the first
+        parameter that fits none of its forms.
+    """
+    for name, constraints in type(est)._parameter_constraints.items():
+        v = getattr(est, name)
+        if any(_accepts(c, v) for c in constraints):
+            continue
+        what = " or ".join(_describe(c) for c in constraints)
+        raise ValueError(f"{name} must be {what}, got {v!r}")

@@ -1,0 +1,186 @@
+"""The *design*: a batch in the form the built-in models' kernels read.
+
+A design holds every array of a packed batch that the joint-feature
+arithmetic, the loss-augmented oracles and the learners read, flat and
+CSR-style (see :mod:`skstruct.models._oracle` for the conventions).
+:meth:`Design.args` hands them to the compiled kernels as one
+:class:`DesignArrays` named tuple: kernels read ``D.xdata``, never ``D[3]``
+(a named tuple costs nothing in a compiled call).
+"""
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._core import GraphBatch
+from .._core._decoders import EXACT, TREE, TRWS, VITERBI
+
+# tiny loopy samples are decoded exactly: K ** n_nodes labellings at most
+EXACT_LIMIT = 4096
+
+
+class DesignArrays(NamedTuple):
+    """The arrays of a design, as the compiled kernels read them."""
+
+    node_offsets: np.ndarray   # (S + 1,) nodes of sample s: node_offsets[s]:node_offsets[s + 1]
+    edge_offsets: np.ndarray   # (S + 1,)
+    edges: np.ndarray          # (E, 2) global node indices
+    xdata: np.ndarray          # node features, CSR data
+    xind: np.ndarray           # CSR column indices
+    xptr: np.ndarray           # CSR row pointers
+    edata: np.ndarray          # edge features, CSR (E rows, EF columns)
+    eind: np.ndarray
+    eptr: np.ndarray
+    tied: bool                 # one edge feature of value 1 per edge: edge e scores P[pw_index[e]]
+    pw_index: np.ndarray       # (E,) table of each edge when tied, else the edge itself
+    y: np.ndarray              # (N,) encoded true labels (-1: unknown)
+    loss_weight: np.ndarray    # (N,) Hamming weight of each node
+    cmap: np.ndarray           # (K,) parameter column of each class
+    csign: np.ndarray          # (K,) sign of each class's score
+    col_rep: np.ndarray        # (Kp,) a class of each parameter column
+    decoder: np.ndarray        # (S,) decoder code of each sample (skstruct._core._decoders)
+    order: np.ndarray          # forest order (dummy without tree samples)
+    parent: np.ndarray
+    parent_edge: np.ndarray
+    adj_offsets: np.ndarray    # adjacency (dummies without TRW-S samples)
+    adj_edge: np.ndarray
+    adj_nbr: np.ndarray
+    adj_side: np.ndarray
+    inference_iter: int        # TRW-S iterations (MPLP sweeps) per oracle call
+    xrow: np.ndarray           # (N,) feature row of each node
+    xoff: np.ndarray           # (N,) column shift of each node's features
+    dense: bool                # every feature row stores all its columns
+
+
+@dataclass
+class Design:
+    """A batch in the form the learning kernels read (see :mod:`skstruct.models._oracle`).
+
+    ``features`` (N, F) CSR node features; ``batch`` the structure;
+    ``edge_features`` (E, EF) CSR; ``tied`` when every edge has exactly one
+    edge feature of value 1 (then no per-edge table is built); ``y`` (N,)
+    encoded labels (-1 for unknown); ``cmap``/``csign`` (K,) the class to
+    parameter-column map; ``kind`` (S,) the decoder code of each sample.
+    """
+
+    features: sp.csr_matrix
+    batch: GraphBatch
+    edge_features: sp.csr_matrix
+    tied: bool
+    n_classes: int
+    cmap: np.ndarray
+    csign: np.ndarray
+    kind: np.ndarray
+    y: np.ndarray = None
+    xrow: np.ndarray = None
+    xoff: np.ndarray = None
+    n_features_total: int = None
+    dense_rows: bool = False
+
+    def __post_init__(self):
+        N = self.batch.n_nodes
+        if self.xrow is None:
+            self.xrow = np.arange(N, dtype=np.int64)
+            self.xoff = np.zeros(N, np.int64)
+            self.n_features_total = self.features.shape[1]
+
+    @property
+    def n_columns(self):
+        return int(self.cmap.max()) + 1
+
+    @property
+    def n_edge_features(self):
+        return self.edge_features.shape[1]
+
+    def args(self, y, loss_weights, inference_iter):
+        """The :class:`DesignArrays` the kernels read.
+
+        ``loss_weights`` is the (N,) Hamming weight of each node.
+        """
+        b = self.batch
+        K = self.n_classes
+        need_tree = bool(np.any(self.kind == TREE))
+        need_trws = bool(np.any(self.kind == TRWS))
+        if need_tree:
+            order, parent, parent_edge, _ = b.forest
+        else:
+            order = parent = parent_edge = np.zeros(1, np.int64)
+        if need_trws:
+            adj = b.adjacency
+        else:
+            adj = (np.zeros(b.n_nodes + 1, np.int64),) + (np.zeros(1, np.int64),) * 3
+        ef = self.edge_features
+        pwi = (ef.indices.astype(np.int64) if self.tied
+               else np.arange(b.n_edges, dtype=np.int64))
+        col_rep = np.zeros(self.n_columns, np.int64)
+        for k in range(K - 1, -1, -1):
+            col_rep[self.cmap[k]] = k
+        X = self.features
+        return DesignArrays(
+            b.node_offsets, b.edge_offsets, b.edges,
+            X.data.astype(np.float64, copy=False), X.indices.astype(np.int64),
+            X.indptr.astype(np.int64),
+            ef.data.astype(np.float64, copy=False), ef.indices.astype(np.int64),
+            ef.indptr.astype(np.int64), bool(self.tied), pwi,
+            np.asarray(y, np.int64), np.asarray(loss_weights, np.float64),
+            self.cmap, self.csign, col_rep, self.kind, order, parent, parent_edge,
+            *adj, int(inference_iter), self.xrow, self.xoff, bool(self.dense_rows))
+
+    @property
+    def max_nodes(self):
+        lengths = self.batch.lengths
+        return int(lengths.max()) if lengths.shape[0] else 1
+
+    @property
+    def max_edges(self):
+        eo = self.batch.edge_offsets
+        return int(np.diff(eo).max()) if eo.shape[0] > 1 else 1
+
+
+def decoders(batch, n_classes, inference):
+    """Decoder code of each sample (:mod:`skstruct._core._decoders`) for the
+    model parameter ``inference_method``."""
+    S = batch.n_samples
+    lengths = batch.lengths
+    if inference == "chain":
+        bad = np.flatnonzero(~batch.is_chain)
+        if bad.size:
+            raise ValueError(f"inference='chain' but sample {bad[0]} is not a chain")
+        return np.full(S, VITERBI, np.int64)
+    if inference == "tree":
+        bad = np.flatnonzero(~batch.is_forest)
+        if bad.size:
+            raise ValueError(f"inference='tree' but sample {bad[0]} has a cycle")
+        return np.where(batch.is_chain, VITERBI, TREE).astype(np.int64)
+    if inference == "exact":
+        with np.errstate(over="ignore"):
+            big = np.flatnonzero(float(n_classes) ** lengths > 2 ** 22)
+        if big.size:
+            raise ValueError(f"inference='exact': sample {big[0]} has {n_classes}^"
+                             f"{lengths[big[0]]} labellings, too many to enumerate")
+        return np.full(S, EXACT, np.int64)
+    if inference == "trws":
+        return np.full(S, TRWS, np.int64)
+    kind = np.full(S, TRWS, np.int64)
+    with np.errstate(over="ignore"):
+        tiny = float(n_classes) ** lengths.astype(np.float64) <= EXACT_LIMIT
+    kind[tiny] = EXACT
+    kind[batch.is_forest] = TREE
+    kind[batch.is_chain] = VITERBI
+    return kind
+
+
+def tied_edges(n_edges, index=None, n_tables=1):
+    """CSR edge features that tie edge ``e`` to table ``index[e]`` (default 0)."""
+    if index is None:
+        index = np.zeros(n_edges, np.int64)
+    return sp.csr_matrix((np.ones(n_edges), index, np.arange(n_edges + 1)),
+                         shape=(n_edges, n_tables))
+
+
+def is_tied(edge_features):
+    """Whether every edge has exactly one edge feature, equal to 1 (one-hot)."""
+    ef = edge_features
+    return bool(np.all(np.diff(ef.indptr) == 1) and np.all(ef.data == 1.0))

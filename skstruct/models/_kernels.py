@@ -1,0 +1,163 @@
+"""Joint-feature arithmetic of the built-in models on a packed design.
+
+Node scores ``x_v @ W`` through the class-to-column map, edge tables from
+edge features, the score of a labelling, node coefficients expanded into
+weights, and the log-potentials of a whole design in one parallel call.
+See :mod:`skstruct.models._design` for the array conventions.
+"""
+
+import numpy as np
+from numba import prange
+
+from .._core._jit import jit, pjit
+
+
+@jit
+def unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, scale, U, dense):
+    """``U[v, k] = scale * csign[k] * x_v @ W[:, cmap[k]]`` for the nodes ``n0:n1``.
+
+    Node ``v``'s features are row ``xrow[v]`` of the CSR arrays, shifted by
+    ``xoff[v]`` columns (so multi-label nodes share their sample's row).  With
+    ``dense`` every row stores all its columns in order, and the products run
+    over contiguous memory.
+    """
+    Kp = W.shape[1]
+    K = U.shape[1]
+    Wf = W.ravel()
+    if Kp == 1:
+        # one parameter column (multi-label nodes): a plain dot product
+        for v in range(n0, n1):
+            a = 0.0
+            r = xrow[v]
+            o = xoff[v]
+            p0 = xptr[r]
+            if dense:
+                # slices, so that the loop index alone addresses memory: an
+                # offset index read from an array needs a negative-index check
+                # per element, which stops LLVM from vectorising
+                m = xptr[r + 1] - p0
+                xs = xdata[p0:p0 + m]
+                ws = Wf[o:o + m]
+                for q in range(m):
+                    a += xs[q] * ws[q]
+            else:
+                for p in range(p0, xptr[r + 1]):
+                    a += xdata[p] * Wf[xind[p] + o]
+            for k in range(K):
+                U[v, k] = scale * csign[k] * a
+        return
+    ident = Kp == K
+    acc = np.empty(Kp)
+    for v in range(n0, n1):
+        for c in range(Kp):
+            acc[c] = 0.0
+        r = xrow[v]
+        o = xoff[v]
+        for p in range(xptr[r], xptr[r + 1]):
+            x = xdata[p]
+            row = W[xind[p] + o]
+            for c in range(Kp):
+                acc[c] += x * row[c]
+        if ident:
+            for k in range(K):
+                U[v, k] = scale * acc[k]
+        else:
+            for k in range(K):
+                U[v, k] = scale * csign[k] * acc[cmap[k]]
+
+
+@jit(inline="always")
+def node_scores(D, n0, n1, W, scale, U):
+    """:func:`unary_scores` of nodes ``n0:n1`` of design ``D``."""
+    unary_scores(n0, n1, D.xdata, D.xind, D.xptr, D.xrow, D.xoff, W, D.cmap, D.csign, scale, U,
+                 D.dense)
+
+
+@jit
+def edge_tables(e0, e1, edata, eind, eptr, P, PE):
+    """``PE[e] = sum_f ef_ef P[f]`` for the edges ``e0:e1`` (edge-feature designs)."""
+    K = P.shape[1]
+    for e in range(e0, e1):
+        for a in range(K):
+            for b in range(K):
+                PE[e, a, b] = 0.0
+        for p in range(eptr[e], eptr[e + 1]):
+            x = edata[p]
+            T = P[eind[p]]
+            for a in range(K):
+                for b in range(K):
+                    PE[e, a, b] += x * T[a, b]
+
+
+@jit
+def labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab):
+    total = 0.0
+    for v in range(n0, n1):
+        total += U[v, lab[v]]
+    for e in range(e0, e1):
+        total += pair[pwi[e], lab[edges[e, 0]], lab[edges[e, 1]]]
+    return total
+
+
+@jit
+def _tables(D, s, P, PE):
+    """Pairwise tables of sample ``s``: ``P`` itself when tied, else ``PE``."""
+    if D.tied:
+        return P
+    edge_tables(D.edge_offsets[s], D.edge_offsets[s + 1], D.edata, D.eind, D.eptr, P, PE)
+    return PE
+
+
+@jit
+def expand_coef(xdata, xind, xptr, xrow, xoff, coef, n_features):
+    """``sum_v x_v (x) coef[v]``: node coefficients (N, Kp) to weights (F, Kp)."""
+    Kp = coef.shape[1]
+    out = np.zeros((n_features, Kp))
+    for v in range(coef.shape[0]):
+        cv = coef[v]
+        o = xoff[v]
+        for p in range(xptr[xrow[v]], xptr[xrow[v] + 1]):
+            row = out[xind[p] + o]
+            x = xdata[p]
+            for c in range(Kp):
+                row[c] += x * cv[c]
+    return out
+
+
+@pjit
+def potentials(node_offsets, edge_offsets, edges, xdata, xind, xptr, xrow, xoff, W, cmap, csign,
+               dense, tied, pwi, edata, eind, eptr, P, y, lw, loss, chunks, theta_v, PE,
+               truth):
+    """Node scores, loss-augmented when ``loss`` (``+ lw[v]`` on every label but
+    ``y[v]``), into ``theta_v`` (N, K); edge tables into ``PE`` (E, K, K) unless
+    the design is ``tied`` (edge ``e`` then scores ``P[pwi[e]]``); and the
+    score of the labelling ``y`` (without the loss) summed per chunk of
+    samples into ``truth``.  Nodes with ``y == -1`` add nothing to it."""
+    K = theta_v.shape[1]
+    for c in prange(chunks.shape[0] - 1):
+        total = 0.0
+        for s in range(chunks[c], chunks[c + 1]):
+            n0 = node_offsets[s]
+            n1 = node_offsets[s + 1]
+            unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, 1.0, theta_v,
+                         dense)
+            for v in range(n0, n1):
+                yv = y[v]
+                if yv >= 0:
+                    total += theta_v[v, yv]
+                if loss:
+                    w = lw[v]
+                    for k in range(K):
+                        if k != yv:
+                            theta_v[v, k] += w
+            e0 = edge_offsets[s]
+            e1 = edge_offsets[s + 1]
+            if not tied:
+                edge_tables(e0, e1, edata, eind, eptr, P, PE)
+            for e in range(e0, e1):
+                a = y[edges[e, 0]]
+                b = y[edges[e, 1]]
+                if a < 0 or b < 0:
+                    continue
+                total += P[pwi[e], a, b] if tied else PE[e, a, b]
+        truth[c] = total

@@ -1,0 +1,97 @@
+"""What the structured SVM's batched solvers share: a design, its scratch
+arrays, the lambda form of the objective, and its evaluation.
+
+A solver owns its algorithm's state.  The interface the estimator loops over:
+
+* ``run_pass(order)``: one pass over the samples in ``order``;
+* ``objective()``: ``(primal, dual, gap)`` of the iterate ``weights()``
+  would return, in the lambda form ``lambda / 2 ||w||^2 + 1/n sum_i H_i(w)``
+  (``dual`` and ``gap`` are NaN where the algorithm has no certificate);
+* ``weights()``: ``(W (F, Kp), P (EF, K, K))``, the weights to return;
+* ``n_pass`` and ``seconds``: passes run and time spent in them, kept across
+  warm starts.
+"""
+
+import numpy as np
+
+from .._core import n_chunks, n_threads
+from ..models._oracle import SURROGATES, hinge_pass
+from ..models._predict import scratch
+
+
+class DesignSolver:
+    """Base of the solvers that run compiled passes over a model's design.
+
+    Parameters
+    ----------
+    design : Design
+        The training data, packed by a built-in model (``design.y`` set).
+    loss_weight : ndarray of shape (n_nodes,)
+        Hamming loss weight of every node.
+    lam : float
+        Regularisation of the lambda form, ``1 / (C n_samples)``.
+    surrogate : {"margin", "slack", "poslearn", "lp"}
+    averaging : bool
+        Return the weighted average of the iterates.
+    inference_iter : int
+        TRW-S iterations (MPLP sweeps) per oracle call on loopy samples.
+    n_jobs : int or None
+        Threads of the parallel kernels.
+    """
+
+    has_dual = False
+
+    def __init__(self, design, loss_weight, *, lam, surrogate, averaging, inference_iter,
+                 n_jobs=None):
+        self.design = design
+        self.D = design.args(design.y, loss_weight, inference_iter)
+        self.lam = float(lam)
+        self.surrogate = surrogate
+        self.code = SURROGATES[surrogate]
+        self.averaging = bool(averaging)
+        self.n_jobs = n_jobs
+        self.scratch = scratch(design)
+        F, Kp, EF, K = (design.n_features_total, design.n_columns, design.n_edge_features,
+                        design.n_classes)
+        self.W = np.zeros((F, Kp))
+        self.P = np.zeros((EF, K, K))
+        self.n_pass = 0
+        self.seconds = 0.0
+
+    @property
+    def n_samples(self):
+        return self.design.batch.n_samples
+
+    def key(self):
+        """What a warm start must find unchanged: the data's shape and the settings."""
+        d = self.design
+        return (type(self).__name__, d.batch.n_samples, d.batch.n_nodes, self.W.shape,
+                self.P.shape, self.lam, self.surrogate)
+
+    def weights(self):
+        raise NotImplementedError
+
+    def hinges(self, W, P):
+        """Surrogate value and corner loss of every sample at ``W, P`` (one
+        parallel pass; the learner's messages are not disturbed)."""
+        sc = self.scratch
+        d = self.design
+        S = self.n_samples
+        hinge = np.zeros(S)
+        ell = np.zeros(S)
+        with n_threads(self.n_jobs):
+            hinge_pass(self.D, self.code, 1.0, W, P, sc["U"], sc["Ua"], sc["PE"],
+                       sc["msgs"].copy(), sc["bp"], sc["lab"].copy(), sc["Sc"], sc["belief"],
+                       sc["up"], d.max_nodes, d.max_edges, d.batch.chunks(n_chunks()), hinge,
+                       ell)
+        return hinge, ell
+
+    def primal(self):
+        W, P = self.weights()
+        hinge, _ = self.hinges(W, P)
+        sq = float(np.sum(W * W) + np.sum(P * P))
+        return 0.5 * self.lam * sq + hinge.sum() / self.n_samples, sq
+
+    def objective(self):
+        primal, _ = self.primal()
+        return primal, np.nan, np.nan

@@ -1,0 +1,464 @@
+"""Hazan & Urtasun's learner: primal-dual message passing with a parameter step.
+
+Hazan & Urtasun, "A Primal-Dual Message-Passing Algorithm for Approximated
+Large Scale Structured Prediction", NIPS 2010.  The message sweeps and the
+per-sample objective are inference (:mod:`skstruct.inference._primal_dual`);
+this module holds what learning adds: the objective and gradient in the
+parameters (:func:`pd_gradient`, and :func:`fused_value` for line-search
+trials), and :class:`PrimalDual`, the solver that owns the weights, the
+messages and the step's memory.
+"""
+
+
+import numpy as np
+from numba import prange
+
+from .._core import n_chunks
+from .._core._decoders import TREE, VITERBI
+from .._core._jit import pjit
+from ..inference._primal_dual import _node_belief, _soft, _soft_belief, pd_objective, pd_sweeps
+from ..models._kernels import potentials
+
+
+@pjit
+def fused_value(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_side, xdata, xind,
+                xptr, xrow, xoff, W, cmap, csign, tied, pwi, edata, eind, eptr, P, y, lw, loss,
+                c_node, c_edge, eps, lam, chunks, terms, truth):
+    """:func:`potentials` and :func:`~skstruct.inference._primal_dual.pd_objective`
+    (without beliefs) in one pass: the objective terms per sample and the
+    true labelling's score per chunk, with no (N, K) or (E, K, K) array
+    written.  For the line search, which evaluates many trial weights once
+    each."""
+    K = P.shape[1]
+    Kp = W.shape[1]
+    for c in prange(chunks.shape[0] - 1):
+        acc = np.empty(Kp)
+        x = np.empty(K)
+        xe = np.empty(K * K)
+        T = np.empty((K, K))
+        t_truth = 0.0
+        for s in range(chunks[c], chunks[c + 1]):
+            total = 0.0
+            for v in range(node_offsets[s], node_offsets[s + 1]):
+                for q in range(Kp):
+                    acc[q] = 0.0
+                o = xoff[v]
+                r = xrow[v]
+                for p in range(xptr[r], xptr[r + 1]):
+                    xv = xdata[p]
+                    row = W[xind[p] + o]
+                    for q in range(Kp):
+                        acc[q] += xv * row[q]
+                yv = y[v]
+                for k in range(K):
+                    x[k] = csign[k] * acc[cmap[k]]
+                if yv >= 0:
+                    t_truth += x[yv]
+                if loss:
+                    for k in range(K):
+                        if k != yv:
+                            x[k] += lw[v]
+                for p in range(adj_offsets[v], adj_offsets[v + 1]):
+                    mrow = lam[2 * adj_edge[p] + adj_side[p]]
+                    for k in range(K):
+                        x[k] -= mrow[k]
+                total += _soft(x, K, eps * c_node[v])
+            for e in range(edge_offsets[s], edge_offsets[s + 1]):
+                if tied:
+                    T[:, :] = P[pwi[e]]
+                else:
+                    T[:, :] = 0.0
+                    for p in range(eptr[e], eptr[e + 1]):
+                        ev = edata[p]
+                        Tf = P[eind[p]]
+                        for a in range(K):
+                            for b in range(K):
+                                T[a, b] += ev * Tf[a, b]
+                ya = y[edges[e, 0]]
+                yb = y[edges[e, 1]]
+                if ya >= 0 and yb >= 0:
+                    t_truth += T[ya, yb]
+                la = lam[2 * e]
+                lb = lam[2 * e + 1]
+                for a in range(K):
+                    for b in range(K):
+                        xe[a * K + b] = T[a, b] + la[a] + lb[b]
+                total += _soft(xe, K * K, eps * c_edge[e])
+            terms[s] = total
+        truth[c] = t_truth
+
+
+@pjit
+def pd_gradient(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_side, theta_v,
+                pairwise, pw_index, c_node, c_edge, eps, lam, y, xdata, xind, xptr, xrow, xoff,
+                cmap, csign, tied, edata, eind, eptr, chunks, terms, gW_parts, gP_parts):
+    """Objective terms and the data part of the gradient, fused.
+
+    Like :func:`pd_objective` with beliefs, but instead of storing the
+    beliefs it accumulates ``sum_v x_v (x) (b_v - e_{y_v})`` (through the
+    class-to-column map ``cmap``/``csign``) into ``gW_parts[c]`` (F, Kp) and
+    ``sum_e ef_e (x) (b_e - e_{y_e})`` (or, ``tied``, per table
+    ``pw_index[e]``) into ``gP_parts[c]`` (EF, K, K), one slice per chunk of
+    samples, so that no (N, K) or (E, K, K) array is written.
+    """
+    K = theta_v.shape[1]
+    for c in prange(chunks.shape[0] - 1):
+        x = np.empty(K)
+        b = np.empty(K)
+        xe = np.empty(K * K)
+        be = np.empty(K * K)
+        be2 = np.empty(K * K)
+        gW = gW_parts[c]
+        gP = gP_parts[c]
+        gW[:] = 0.0
+        gP[:] = 0.0
+        for s in range(chunks[c], chunks[c + 1]):
+            total = 0.0
+            for v in range(node_offsets[s], node_offsets[s + 1]):
+                for k in range(K):
+                    x[k] = theta_v[v, k]
+                for p in range(adj_offsets[v], adj_offsets[v + 1]):
+                    row = lam[2 * adj_edge[p] + adj_side[p]]
+                    for k in range(K):
+                        x[k] -= row[k]
+                total += _node_belief(v, x, K, eps * c_node[v], eps, c_node, c_edge,
+                                      adj_offsets, adj_edge, adj_side, pairwise, pw_index, lam,
+                                      b, xe, be2)
+                if y[v] >= 0:
+                    b[y[v]] -= 1.0
+                o = xoff[v]
+                r = xrow[v]
+                for p in range(xptr[r], xptr[r + 1]):
+                    g = gW[xind[p] + o]
+                    xv = xdata[p]
+                    for k in range(K):
+                        g[cmap[k]] += csign[k] * xv * b[k]
+            for e in range(edge_offsets[s], edge_offsets[s + 1]):
+                T = pairwise[pw_index[e]]
+                la = lam[2 * e]
+                lb = lam[2 * e + 1]
+                for a in range(K):
+                    for bb in range(K):
+                        xe[a * K + bb] = T[a, bb] + la[a] + lb[bb]
+                total += _soft_belief(xe, K * K, eps * c_edge[e], be)
+                ya = y[edges[e, 0]]
+                yb = y[edges[e, 1]]
+                if ya >= 0 and yb >= 0:
+                    be[ya * K + yb] -= 1.0
+                if tied:
+                    g = gP[pw_index[e]].ravel()
+                    for q in range(K * K):
+                        g[q] += be[q]
+                else:
+                    for p in range(eptr[e], eptr[e + 1]):
+                        g = gP[eind[p]].ravel()
+                        ev = edata[p]
+                        for q in range(K * K):
+                            g[q] += ev * be[q]
+            terms[s] = total
+
+
+def counting_numbers(design, cn):
+    """Counting numbers ``(c_node (N,), c_edge (E,))`` of a design."""
+    b = design.batch
+    N, E = b.n_nodes, b.n_edges
+    edges = b.edges
+    deg = np.bincount(edges.ravel(), minlength=N).astype(np.float64)
+    if cn == "bethe":
+        c_node, c_edge = 1.0 - deg, np.ones(E)
+    elif cn == "convex":
+        c_node, c_edge = np.ones(N), np.ones(E)
+    elif cn == "trw":
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        g = coo_matrix((np.ones(E), (edges[:, 0], edges[:, 1])), shape=(N, N))
+        _, comp = connected_components(g, directed=False)
+        n_comp = np.bincount(comp).astype(np.float64)
+        m_comp = np.bincount(comp[edges[:, 0]], minlength=n_comp.shape[0])
+        rho = (n_comp[comp[edges[:, 0]]] - 1.0) / np.maximum(m_comp[comp[edges[:, 0]]], 1)
+        c_edge = rho
+        c_node = 1.0 - np.bincount(edges.ravel(), weights=np.repeat(rho, 2), minlength=N)
+    elif callable(cn):
+        c_node, c_edge = np.empty(N), np.empty(E)
+        no, eo = b.node_offsets, b.edge_offsets
+        for s in range(b.n_samples):
+            local = edges[eo[s]:eo[s + 1]] - no[s]
+            cv, ce = cn(int(no[s + 1] - no[s]), local)
+            cv = np.asarray(cv, dtype=np.float64)
+            ce = np.asarray(ce, dtype=np.float64)
+            if cv.shape != (no[s + 1] - no[s],) or ce.shape != (eo[s + 1] - eo[s],) \
+                    or not (np.all(np.isfinite(cv)) and np.all(np.isfinite(ce))):
+                raise ValueError(f"counting_numbers: for sample {s} the callable must "
+                                 f"return finite arrays of shapes ({no[s + 1] - no[s]},) "
+                                 f"and ({eo[s + 1] - eo[s]},), got {cv.shape} and "
+                                 f"{ce.shape}")
+            c_node[no[s]:no[s + 1]] = cv
+            c_edge[eo[s]:eo[s + 1]] = ce
+    else:
+        c_node, c_edge = np.full(N, float(cn[0])), np.full(E, float(cn[1]))
+    chat = c_node + np.bincount(edges.ravel(), weights=np.repeat(c_edge, 2), minlength=N)
+    bad = np.flatnonzero((deg > 0) & ~(chat > 0))
+    if bad.size:
+        v = int(bad[0])
+        s = int(np.searchsorted(b.node_offsets, v, side="right") - 1)
+        raise ValueError(f"counting_numbers {cn!r}: sample {s}, node {v - b.node_offsets[s]}"
+                         f" has c_node + sum of its edges' c_edge = {chat[v]:.3g}; it must "
+                         "be positive")
+    return c_node, c_edge
+
+
+class PrimalDual:
+    """Hazan & Urtasun's learner on a built-in model's design: its state is
+    the parameters ``W, P``, every sample's messages ``lam`` and the
+    parameter step's memory (L-BFGS pairs, last step lengths).
+
+    Parameters
+    ----------
+    design : Design
+        The data (``design.y`` the true labels; all -1 to predict).
+    loss_weight : ndarray of shape (n_nodes,)
+        Hamming weight of every node (used when ``loss``).
+    c_node, c_edge : ndarray
+        Counting numbers (:func:`counting_numbers`).
+    epsilon, p, C : float
+        Temperature, regulariser exponent, data weight.
+    loss : bool
+        Add the loss to the node potentials.
+    direction : {"lbfgs", "gradient"}
+    step_size : float or None
+        First trial step of the gradient direction's line search.
+    message_passes : int
+        Message sweeps per iteration.
+    """
+
+    def __init__(self, design, loss_weight, c_node, c_edge, *, epsilon, p=2.0, C=1.0,
+                 loss=True, direction="lbfgs", step_size=None, message_passes=1):
+        self.design = design
+        self.D = design.args(design.y, loss_weight, 1)
+        self.p, self.C = float(p), float(C)
+        self.direction = direction
+        self.message_passes = int(message_passes)
+        b = design.batch
+        F, Kp, EF, K = (design.n_features_total, design.n_columns, design.n_edge_features,
+                        design.n_classes)
+        self.W = np.zeros((F, Kp))
+        self.P = np.zeros((EF, K, K))
+        self.lam = np.zeros((2 * b.n_edges, K))
+        self.step = step_size
+        self.pairs = []
+        self.g_prev = None
+        self.n_iter = 0
+        self.seconds = 0.0
+        self.c_node, self.c_edge = c_node, c_edge
+        self.nonconvex = bool(np.any(c_node < 0) or np.any(c_edge < 0))
+        # chains and trees get a symmetric sweep (exact in one for Bethe)
+        self.forests = bool(np.all(np.isin(design.kind, (VITERBI, TREE))))
+        self.parity = 0
+        self._cache = None
+        self.eps = float(epsilon)
+        self.loss = bool(loss)
+        b = design.batch
+        self.adj = b.adjacency if b.n_edges else (np.zeros(b.n_nodes + 1, np.int64),
+                                                  np.zeros(0, np.int64),
+                                                  np.zeros(0, np.int64),
+                                                  np.zeros(0, np.int64))
+        self.max_degree = int(np.diff(self.adj[0]).max()) if b.n_nodes else 0
+        self.chunks = b.chunks(n_chunks())
+        self.edge_index = np.arange(b.n_edges, dtype=np.int64)
+
+    def _theta(self, W, P):
+        """Node potentials (loss-augmented if asked), edge tables with their index
+        per edge, and the score of the true labelling."""
+        # the sweep, the gradient and the next iteration's sweep all ask for the
+        # potentials of the same (never mutated) weight arrays
+        if self._cache is not None and self._cache[0] is W and self._cache[1] is P:
+            return self._cache[2]
+        D = self.D
+        b = self.design.batch
+        K = self.design.n_classes
+        theta_v = np.empty((b.n_nodes, K))
+        tied = bool(D.tied)
+        PE = np.zeros((1, K, K)) if tied else np.empty((b.n_edges, K, K))
+        truth = np.zeros(self.chunks.shape[0] - 1)
+        potentials(b.node_offsets, b.edge_offsets, b.edges, D.xdata, D.xind, D.xptr, D.xrow,
+                   D.xoff, np.ascontiguousarray(W), D.cmap, D.csign, D.dense, tied, D.pw_index,
+                   D.edata, D.eind, D.eptr, np.ascontiguousarray(P), D.y, D.loss_weight,
+                   self.loss, self.chunks, theta_v, PE, truth)
+        out = (theta_v, P if tied else PE, D.pw_index if tied else self.edge_index,
+               float(truth.sum()))
+        self._cache = (W, P, out)
+        return out
+
+    def sweep(self, W, P, lam, n):
+        if lam.shape[0] == 0 or n == 0:
+            return
+        theta_v, tables, pwi, _ = self._theta(W, P)
+        b = self.design.batch
+        off, ae, _, side = self.adj
+        if self.forests:
+            direction = 0
+        else:
+            # loopy graphs: one direction per sweep, alternating across calls
+            direction = 1 if self.parity == 0 else -1
+            self.parity = (self.parity + n) % 2
+        pd_sweeps(b.node_offsets, off, ae, side, theta_v, np.ascontiguousarray(tables), pwi,
+                  self.c_node, self.c_edge, self.eps, lam, n, direction, self.max_degree,
+                  self.chunks)
+
+    def _terms(self, W, P, lam, beliefs):
+        theta_v, tables, pwi, truth = self._theta(W, P)
+        b = self.design.batch
+        K = self.design.n_classes
+        off, ae, _, side = self.adj
+        terms = np.zeros(b.n_samples)
+        nb = np.zeros((b.n_nodes if beliefs else 1, K))
+        eb = np.zeros((b.n_edges if beliefs else 1, K, K))
+        pd_objective(b.node_offsets, b.edge_offsets, b.edges, off, ae, side, theta_v,
+                     np.ascontiguousarray(tables), pwi, self.c_node, self.c_edge, self.eps,
+                     lam, self.chunks, terms, nb, eb, beliefs)
+        return truth, terms, nb, eb
+
+    def _reg(self, W, P):
+        p = float(self.p)
+        return (np.sum(np.abs(W) ** p) + np.sum(np.abs(P) ** p)) / p
+
+    def value(self, W, P, lam):
+        if self._cache is not None and self._cache[0] is W and self._cache[1] is P:
+            truth, terms, _, _ = self._terms(W, P, lam, False)
+        else:
+            # new weights (a line-search trial): one fused pass, no big arrays
+            D = self.D
+            b = self.design.batch
+            off, ae, _, side = self.adj
+            terms = np.zeros(b.n_samples)
+            parts = np.zeros(self.chunks.shape[0] - 1)
+            fused_value(b.node_offsets, b.edge_offsets, b.edges, off, ae, side, D.xdata, D.xind,
+                        D.xptr, D.xrow, D.xoff, np.ascontiguousarray(W), D.cmap, D.csign,
+                        bool(D.tied), D.pw_index, D.edata, D.eind, D.eptr,
+                        np.ascontiguousarray(P), D.y, D.loss_weight, self.loss, self.c_node,
+                        self.c_edge, self.eps, lam, self.chunks, terms, parts)
+            truth = float(parts.sum())
+        return self._reg(W, P) + self.C * (float(terms.sum()) - truth)
+
+    def beliefs(self, W, P, lam):
+        return self._terms(W, P, lam, True)[2]
+
+    def value_and_grad(self, W, P, lam):
+        theta_v, tables, pwi, truth = self._theta(W, P)
+        D = self.D
+        b = self.design.batch
+        off, ae, _, side = self.adj
+        n_chunks = self.chunks.shape[0] - 1
+        terms = np.zeros(b.n_samples)
+        gW_parts = np.zeros((n_chunks,) + W.shape)
+        gP_parts = np.zeros((n_chunks,) + P.shape)
+        pd_gradient(b.node_offsets, b.edge_offsets, b.edges, off, ae, side, theta_v,
+                    np.ascontiguousarray(tables), pwi, self.c_node, self.c_edge, self.eps, lam,
+                    D.y, D.xdata, D.xind, D.xptr, D.xrow, D.xoff, D.cmap, D.csign, bool(D.tied),
+                    D.edata, D.eind, D.eptr, self.chunks, terms, gW_parts, gP_parts)
+        C = self.C
+        p = float(self.p)
+        value = self._reg(W, P) + C * (float(terms.sum()) - truth)
+        gW = C * gW_parts.sum(axis=0) + np.abs(W) ** (p - 1.0) * np.sign(W)
+        gP = C * gP_parts.sum(axis=0) + np.abs(P) ** (p - 1.0) * np.sign(P)
+        return value, gW, gP
+
+    def key(self):
+        """What a warm start must find unchanged."""
+        b = self.design.batch
+        return (b.n_samples, b.n_nodes, self.W.shape, self.P.shape)
+
+    def iterate(self):
+        """One iteration: message sweeps, then one parameter step; returns the
+        objective after it."""
+        self.sweep(self.W, self.P, self.lam, self.message_passes)
+        value, gW, gP = self.value_and_grad(self.W, self.P, self.lam)
+        return self._step(value, gW, gP)
+
+    def weights(self):
+        return self.W.copy(), self.P.copy()
+
+    def _direction(self, g):
+        """Descent direction: ``-g``, or L-BFGS's two-loop estimate of
+        ``-H^-1 g`` from the last ``memory`` steps (``-g`` if that is not a
+        descent direction)."""
+        pairs = self.pairs
+        if self.direction == "gradient" or not pairs:
+            return -g, False
+        q = g.copy()
+        alphas = []
+        for s_, y_, rho in reversed(pairs):
+            a = rho * (s_ @ q)
+            alphas.append(a)
+            q -= a * y_
+        s_, y_, _ = pairs[-1]
+        q *= (s_ @ y_) / (y_ @ y_)
+        for (s_, y_, rho), a in zip(pairs, reversed(alphas)):
+            q += (a - rho * (y_ @ q)) * s_
+        d = -q
+        if d @ g >= 0.0:
+            pairs.clear()
+            return -g, False
+        return d, True
+
+    def _step(self, value, gW, gP):
+        """Armijo backtracking along the descent direction; returns the new value."""
+        nW = gW.size
+        g = np.concatenate([gW.ravel(), gP.ravel()])
+        if self.g_prev is not None:
+            # the curvature pair of the last accepted step
+            s_ = self.s_prev
+            y_ = g - self.g_prev
+            sy = s_ @ y_
+            if sy > 1e-10 * np.sqrt((s_ @ s_) * (y_ @ y_)):
+                self.pairs.append((s_, y_, 1.0 / sy))
+                del self.pairs[:-10]
+        self.g_prev = None
+        d, quasi_newton = self._direction(g)
+        slope = float(g @ d)
+        if slope == 0.0:
+            return value
+        if quasi_newton:
+            # L-BFGS's natural step is 1; where the messages still move a lot
+            # between iterations it is often too long, so start from twice the
+            # last accepted one
+            eta = min(1.0, 2.0 * getattr(self, "qn_step", 1.0))
+        else:
+            eta = self.step if self.step is not None else 1.0 / np.sqrt(-slope)
+        dW = d[:nW].reshape(gW.shape)
+        dP = d[nW:].reshape(gP.shape)
+        first = True
+        for _ in range(60):
+            W = self.W + eta * dW
+            P = self.P + eta * dP
+            lam = self.lam
+            if self.nonconvex:
+                # with negative counting numbers F is not bounded below in the
+                # messages, so F at stale messages is no upper bound and a step
+                # could exploit them: judge the trial at messages swept for it
+                lam = lam.copy()
+                self.sweep(W, P, lam, self.message_passes)
+            trial = self.value(W, P, lam)
+            if trial <= value + 1e-4 * eta * slope:
+                self.W, self.P, self.lam = W, P, lam
+                if quasi_newton:
+                    self.qn_step = eta
+                else:
+                    # grow the next trial only after a first-try success: each
+                    # rejected trial costs a pass over the data
+                    self.step = 1.5 * eta if first else eta
+                self.g_prev = g
+                self.s_prev = eta * d
+                return trial
+            first = False
+            # the minimiser of the quadratic through value, slope and trial,
+            # kept within [0.1, 0.5] of the step (halving when it is no help)
+            denom = 2.0 * (trial - value - eta * slope)
+            shrink = -slope * eta / denom if denom > 0.0 and np.isfinite(trial) else 0.5
+            eta *= min(max(shrink, 0.1), 0.5)
+        # no decrease along the direction: keep theta, forget the curvature
+        self.pairs.clear()
+        if not quasi_newton:
+            self.step = eta
+        return value
