@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
-from ._core import check_number, n_threads  # noqa: F401  (check_number re-exported)
+from ._core import n_threads
 from .models import StructuredModel, auto_model
 
 

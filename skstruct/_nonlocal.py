@@ -149,7 +149,7 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         ``"objective"`` of the base CRF per iteration and ``"seconds"``, the
         training time up to it (cumulative); with an energy also
         ``"psi_mean"``, the mean weight over training samples per epoch / outer
-        iteration.
+        iteration, and ``"energy_seconds"``, the energy learning's time up to it.
     n_features_in_ : int
         Node features of the training data.
 
@@ -161,10 +161,11 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     >>> from skstruct.datasets import load_letters
     >>> d = load_letters()
     >>> crf = NonLocalCRF(C=1.0, max_iter=30).fit(d.X[:300], d.y[:300])
-    >>> crf.unary_coef_.shape, crf.pairwise_coef_.shape
-    ((26, 128), (1, 26, 26))
+    >>> K = len(crf.classes_)                # letters seen in these words
+    >>> crf.unary_coef_.shape == (K, 128), crf.pairwise_coef_.shape == (1, K, K)
+    (True, True)
     >>> marginals = crf.predict_marginals(d.X[300:302])
-    >>> [m.shape for m in marginals] == [(len(x), 26) for x in d.X[300:302]]
+    >>> [m.shape for m in marginals] == [(len(x), K) for x in d.X[300:302]]
     True
     """
 
@@ -307,32 +308,20 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     def _weights(self):
         return self._W, self._P
 
-    def _blocks(self, design, rng):
-        """Sample indices (sorted) of ``batch_size``-sample blocks, a random partition."""
-        S = design.batch.n_samples
-        perm = rng.permutation(S)
-        return [np.sort(perm[i:i + self.batch_size]) for i in range(0, S, self.batch_size)]
-
     def _fit_sgd(self, design, w0, rng):
         """AdaGrad on mini-batches of the base CRF objective."""
-        from .solvers._crf import CRFObjective
+        from .solvers._crf import AdaGradCRF
 
-        S = design.batch.n_samples
-        blocks = [CRFObjective(_subset(design, idx), self.C * S / idx.size)
-                  for idx in self._blocks(design, rng)]
-        full = CRFObjective(design, self.C)
+        solver = AdaGradCRF(design, self.C, batch_size=self.batch_size,
+                            learning_rate=self.learning_rate, rng=rng)
         w = w0.copy()
-        G = np.full_like(w, 1e-8)
         hist = {"objective": [], "seconds": []}
         seconds = 0.0
         for epoch in range(self.max_iter):
             t0 = time.perf_counter()
-            for b in rng.permutation(len(blocks)):
-                _, g = blocks[b].value_grad(w)
-                G += g * g
-                w -= self.learning_rate * g / np.sqrt(G)
+            solver.epoch(w)
             seconds += time.perf_counter() - t0
-            hist["objective"].append(full.value_grad(w)[0])
+            hist["objective"].append(solver.objective(w))
             hist["seconds"].append(seconds)
             if self.verbose:
                 print(f"epoch {epoch + 1:4d}  objective {hist['objective'][-1]:.8g}",
@@ -366,104 +355,57 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         return np.hstack([np.ones((S, 1)), M])
 
     def _psi(self, V, Phi):
-        return np.maximum(Phi @ V.T, 0.0)
+        from .solvers._energy import psi_of
+
+        return psi_of(V, Phi)
+
+    def _projector(self):
+        """Bethe projections with this estimator's inference settings."""
+        from .solvers._energy import BetheProjector
+
+        return BetheProjector(self.energy_, method=self.inference,
+                              max_iter=self.max_oracle_calls, tol=self.inference_tol,
+                              n_pieces=self._n_pieces(), step_size=self.step_size,
+                              lipschitz=self.lipschitz)
 
     def _project(self, obj, W, P, psi, edges=False):
         """Bethe projection of every sample of ``obj``'s design."""
-        from .inference import bethe_project
-
-        theta_v, tables, pwi = obj.potentials(W, P)
-        return bethe_project(theta_v, tables, self.energy_, batch=obj.design.batch,
-                             pw_index=pwi, psi=psi, method=self.inference,
-                             max_iter=self.max_oracle_calls, tol=self.inference_tol,
-                             n_pieces=self._n_pieces(),
-                             step_size=self.step_size, lipschitz=self.lipschitz,
-                             edge_marginals=edges)
+        return self._projector()(obj, W, P, psi, edges)
 
     def _fit_energy(self, X, design, obj, rng, hist):
-        from .solvers._crf import fit_lbfgs
+        """Learn the energy's weights by Algorithm 3 or 2 (``learning``)."""
+        from .solvers._energy import Alternating, DoublyStochastic
 
         energy = clone(self.energy).fit(design.y, design.batch, design.n_classes)
         self.energy_ = energy
         self._rff_seed = rng.randint(np.iinfo(np.int32).max)
         Phi = self._psi_features(X, design, fitting=True)
-        J = energy.n_terms
-        V = np.zeros((J, Phi.shape[1]))
+        V = np.zeros((energy.n_terms, Phi.shape[1]))
         V[:, 0] = float(self.psi_init)
         Ce = self.C if self.C_energy is None else self.C_energy
-        w = self.coef_.copy()
-        hist["psi_mean"] = []
-        if self.learning == "alternating" and energy.uses_edges:
-            raise ValueError("learning='alternating' supports energies on node marginals "
-                             "only; use learning='stochastic' for an energy with A_edge")
+        common = dict(C=self.C, C_energy=Ce, fit_theta=self.fit_theta,
+                      project=self._projector())
         if self.learning == "stochastic":
-            V, w = self._algorithm3(design, Phi, V, w, Ce, rng, hist)
+            solver = DoublyStochastic(design, Phi, V, self.coef_.copy(),
+                                      learning_rate=self.learning_rate,
+                                      batch_size=self.batch_size, rng=rng, **common)
         else:
-            for it in range(self.energy_max_iter):
-                W, P = obj.split(w)
-                proj = self._project(obj, W, P, self._psi(V, Phi))
-                sur = _Surrogate(self, obj, energy, proj, Phi, Ce)
-                x0 = sur.pack(V, w)
-                x, _, _ = fit_lbfgs(sur, x0, 30, 1e-9)
-                V, w = sur.unpack(x)
-                hist["psi_mean"].append(float(self._psi(V, Phi).mean()))
-                if self.verbose:
-                    print(f"outer {it + 1:3d}  mean psi {hist['psi_mean'][-1]:.4g}", flush=True)
-        if self.fit_theta:
-            self._set_theta(obj, w)
-        self.psi_coef_ = V
-
-    def _algorithm3(self, design, Phi, V, w, Ce, rng, hist):
-        """Doubly stochastic learning: per mini-batch one projection, one step."""
-        from .solvers._crf import CRFObjective
-
-        S = design.batch.n_samples
-        parts = []
-        for idx in self._blocks(design, rng):
-            sub = _subset(design, idx)
-            parts.append((idx, CRFObjective(sub, self.C)))
-        GV = np.full_like(V, 1e-8)
-        Gw = np.full_like(w, 1e-8)
-        lr = self.learning_rate
-        energy = self.energy_
-        for epoch in range(self.energy_max_iter):
-            for b in rng.permutation(len(parts)):
-                idx, sobj = parts[b]
-                scale = S / idx.size
-                W, P = sobj.split(w)
-                PhiB = Phi[idx]
-                psi_raw = PhiB @ V.T
-                proj = self._project(sobj, W, P, np.maximum(psi_raw, 0.0),
-                                     edges=self.fit_theta or energy.uses_edges)
-                sub = sobj.design
-                node = proj.node_marginals
-                d_node = -node
-                d_node[np.arange(node.shape[0]), sub.y] += 1.0
-                d_edge = None
-                if energy.uses_edges:
-                    d_edge = _edge_truth(sub, proj.edge_marginals.shape) - proj.edge_marginals
-                # ascent direction of sum log Q in psi: -cross(mu, S(y) - mu), zero
-                # where psi was clipped
-                # (the energy projected on: with n_pieces each sample's chosen piece)
-                gpsi = -proj.energy.cross(node, proj.edge_marginals, sub.batch, d_node,
-                                          d_edge)
-                gpsi *= psi_raw > 0
-                gV = Ce * scale * (gpsi.T @ PhiB) - V
-                GV += gV * gV
-                V = V + lr * gV / np.sqrt(GV)
-                if self.fit_theta:
-                    gW = sobj.grad_W(-d_node)
-                    full = proj.edge_marginals
-                    gP = sobj.edge_residual_grad(sobj.sum_per_table(full) if sobj.tied
-                                                 else full)
-                    g = np.concatenate([self.C * scale * gW.ravel(),
-                                        self.C * scale * gP.ravel()]) + w
-                    Gw += g * g
-                    w = w - lr * g / np.sqrt(Gw)
-            hist["psi_mean"].append(float(self._psi(V, Phi).mean()))
+            solver = Alternating(obj, Phi, V, self.coef_.copy(), **common)
+        hist["psi_mean"] = []
+        hist["energy_seconds"] = []
+        seconds = 0.0
+        for it in range(self.energy_max_iter):
+            t0 = time.perf_counter()
+            solver.epoch()
+            seconds += time.perf_counter() - t0
+            hist["psi_mean"].append(float(self._psi(solver.V, Phi).mean()))
+            hist["energy_seconds"].append(seconds)
             if self.verbose:
-                print(f"epoch {epoch + 1:3d}  mean psi {hist['psi_mean'][-1]:.4g}", flush=True)
-        return V, w
+                print(f"{'epoch' if self.learning == 'stochastic' else 'outer'} {it + 1:3d}  "
+                      f"mean psi {hist['psi_mean'][-1]:.4g}", flush=True)
+        if self.fit_theta:
+            self._set_theta(obj, solver.w)
+        self.psi_coef_ = solver.V
 
     # -------------------------------------------------------------- predict
     def _theta_tilde(self, X):
@@ -512,96 +454,3 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
         return tags
-
-
-def _subset(design, idx):
-    """The design of samples ``idx`` (sorted) of ``design``."""
-    import scipy.sparse as sp
-
-    from .models._base import Design
-
-    batch, nodes, edges_i = design.batch.take(idx)
-    if np.array_equal(design.xrow, np.arange(design.features.shape[0])):
-        feats, xrow = design.features[nodes], np.arange(nodes.size, dtype=np.int64)
-    else:
-        # rows shared between nodes (multi-label): keep the matrix, map the nodes
-        feats, xrow = design.features, design.xrow[nodes]
-    ef = design.edge_features[edges_i] if design.edge_features.shape[0] else \
-        sp.csr_matrix((0, design.edge_features.shape[1]))
-    d = Design(feats, batch, sp.csr_matrix(ef), design.tied, design.n_classes, design.cmap,
-               design.csign, design.kind[idx], design.y[nodes], xrow, design.xoff[nodes],
-               design.n_features_total, design.dense_rows)
-    return d
-
-
-def _edge_truth(design, shape):
-    """One-hot (E, K, K) of the true label pairs of every edge."""
-    out = np.zeros(shape)
-    e = design.batch.edges
-    out[np.arange(e.shape[0]), design.y[e[:, 0]], design.y[e[:, 1]]] = 1.0
-    return out
-
-
-class _Surrogate:
-    """Algorithm 2's M-step objective with the projections ``mu_i`` fixed:
-    ``C sum_i -log Q(y_i; theta - grad L_psi(mu_i)) + ||w||^2 / 2 [theta] +
-    ||V||^2 / (2 C_e / C)`` in the energy weights ``V`` (and ``w``)."""
-
-    def __init__(self, est, obj, energy, proj, Phi, Ce):
-        self.est, self.obj, self.energy, self.proj, self.Phi = est, obj, energy, proj, Phi
-        self.Ce = Ce
-        self.fit_theta = bool(est.fit_theta)
-        self.n_evals = 0
-        self.V_shape = (energy.n_terms, Phi.shape[1])
-        self.w_fixed = est.coef_.copy()
-        # the per-term gradient directions at the fixed mu_i, one (N, K) array each
-        b = obj.design.batch
-        S, J = b.n_samples, energy.n_terms
-        self.dirs = []
-        for j in range(J):
-            onehot = np.zeros((S, J))
-            onehot[:, j] = 1.0
-            gn, ge = proj.energy.grad(proj.node_marginals, proj.edge_marginals, b, onehot)
-            self.dirs.append(gn)
-
-    def pack(self, V, w):
-        return np.concatenate([V.ravel(), w]) if self.fit_theta else V.ravel().copy()
-
-    def unpack(self, x):
-        nV = int(np.prod(self.V_shape))
-        V = x[:nV].reshape(self.V_shape)
-        w = x[nV:] if self.fit_theta else self.w_fixed
-        return V, w
-
-    def value_grad(self, x):
-        obj = self.obj
-        V, w = self.unpack(x)
-        psi_raw = self.Phi @ V.T
-        psi = np.maximum(psi_raw, 0.0)
-        b = obj.design.batch
-        offset = np.zeros((b.n_nodes, obj.K))
-        for j, g in enumerate(self.dirs):
-            offset += g * np.repeat(psi[:, j], b.lengths)[:, None]
-        if self.fit_theta:
-            obj.offset = offset
-            try:
-                val, gw, node = obj.value_grad_marginals(w)
-            finally:
-                obj.offset = None
-        else:
-            W, P = obj.split(w)
-            node, _, logz, score = obj.nll_parts(W, P, offset)
-            val = obj.C * float(np.sum(logz - score))
-        # d(-log Q_i)/d psi_ij = g_ij . (S(y_i) - m_i)
-        d = -node
-        d[np.arange(b.n_nodes), obj.design.y] += 1.0
-        from .energies import segment_sum
-
-        gpsi = np.column_stack([segment_sum(np.sum(g * d, axis=1), b.node_offsets)
-                                for g in self.dirs]) * (psi_raw > 0)
-        r = self.est.C / self.Ce
-        gV = obj.C * (gpsi.T @ self.Phi) + r * V
-        val += 0.5 * r * float(np.sum(V * V))
-        if self.fit_theta:
-            return val, np.concatenate([gV.ravel(), gw])
-        return val, gV.ravel()

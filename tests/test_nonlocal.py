@@ -20,12 +20,12 @@ from sklearn.utils.estimator_checks import (
 )
 
 from skstruct import ApproxStructuredPredictor, NonLocalCRF
-from skstruct._nonlocal import _subset, _Surrogate
 from skstruct.energies import LinearMeasurements, NearestStatistic
 from skstruct.inference import map_batch, marginals_batch
 from skstruct.models import ChainModel, GraphModel
 from skstruct.preprocessing import NodeTransformer
 from skstruct.solvers._crf import CRFObjective
+from skstruct.solvers._energy import Surrogate
 
 
 def chains(seed=0, n=10, F=3, K=3, max_len=5):
@@ -181,7 +181,8 @@ def test_surrogate_gradient_against_finite_differences():
     W, P = est._weights()
     Phi = est._psi_features(Xtr, design, fitting=False)
     proj = est._project(obj, W, P, est._psi(est.psi_coef_, Phi))
-    sur = _Surrogate(est, obj, est.energy_, proj, Phi, 0.3)
+    sur = Surrogate(obj, est.energy_, proj, Phi, C=est.C, C_energy=0.3, fit_theta=est.fit_theta,
+                    w=est.coef_)
     rng = np.random.default_rng(0)
     x = sur.pack(np.abs(rng.normal(size=est.psi_coef_.shape)) + 0.5, est.coef_)
     f, g = sur.value_grad(x)
@@ -209,7 +210,7 @@ def test_subset_design_equals_a_fresh_design():
     model = ChainModel(bias=True).fit(X, y)
     design, _ = model.design(X, y)
     idx = np.array([1, 4, 5, 8])
-    sub = _subset(design, idx)
+    sub = design.take(idx)
     fresh, _ = model.design([X[i] for i in idx], [y[i] for i in idx])
     rng = np.random.default_rng(0)
     a, b = CRFObjective(sub, 1.0), CRFObjective(fresh, 1.0)

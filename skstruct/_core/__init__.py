@@ -17,7 +17,6 @@ from ._batch import GraphBatch, segment_sum
 from ._packing import PackedX, check_y, encode_labels, fit_classes, pack_X
 from ._validation import (
     check_edges,
-    check_number,
     check_pairwise,
     check_psi,
     check_unary,
@@ -29,7 +28,6 @@ __all__ = [
     "GraphBatch",
     "PackedX",
     "check_edges",
-    "check_number",
     "check_pairwise",
     "check_psi",
     "check_unary",

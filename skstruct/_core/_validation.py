@@ -4,7 +4,6 @@ Everything here is plain numpy; nothing imports the rest of skstruct.
 """
 
 import contextlib
-import numbers
 from numbers import Integral
 
 import numpy as np
@@ -117,18 +116,6 @@ def check_pairwise(pairwise, n_states, n_edges, pw_index=None):
         if n_edges and (pw_index.min() < 0 or pw_index.max() >= pairwise.shape[0]):
             raise ValueError("pw_index refers to a pairwise matrix that does not exist")
     return pairwise, pw_index
-
-
-def check_number(est, name, low=0, strict=True, integer=False):
-    """Raise a ``ValueError`` naming parameter ``name`` of ``est`` unless it is a
-    finite number (an integer if ``integer``; never a bool) above ``low``
-    (or equal to it when not ``strict``)."""
-    v = getattr(est, name)
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(v, bool) or not isinstance(v, kind) or not np.isfinite(v) or (
-            v <= low if strict else v < low):
-        raise ValueError(f"{name} must be {'an integer' if integer else 'a number'} "
-                         f"{'>' if strict else '>='} {low}, got {v!r}")
 
 
 def check_psi(psi, n_samples, n_terms):

@@ -12,7 +12,6 @@ import numpy as np
 
 from .._core import GraphBatch
 from .._core._validation import (  # noqa: F401  (re-exported)
-    _check_scores,
     check_edges,
     check_pairwise,
     check_unary,

@@ -128,6 +128,20 @@ class Design:
             self.cmap, self.csign, col_rep, self.kind, order, parent, parent_edge,
             *adj, int(inference_iter), self.xrow, self.xoff, bool(self.dense_rows))
 
+    def take(self, idx):
+        """The design of samples ``idx`` (sorted) of this one."""
+        batch, nodes, edges_i = self.batch.take(idx)
+        if np.array_equal(self.xrow, np.arange(self.features.shape[0])):
+            feats, xrow = self.features[nodes], np.arange(nodes.size, dtype=np.int64)
+        else:
+            # rows shared between nodes (multi-label): keep the matrix, map the nodes
+            feats, xrow = self.features, self.xrow[nodes]
+        ef = self.edge_features[edges_i] if self.edge_features.shape[0] else \
+            sp.csr_matrix((0, self.edge_features.shape[1]))
+        return Design(feats, batch, sp.csr_matrix(ef), self.tied, self.n_classes, self.cmap,
+                      self.csign, self.kind[idx], self.y[nodes], xrow, self.xoff[nodes],
+                      self.n_features_total, self.dense_rows)
+
     @property
     def max_nodes(self):
         lengths = self.batch.lengths

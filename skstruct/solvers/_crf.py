@@ -330,3 +330,46 @@ def fit_lbfgs(obj, w0, max_iter, tol, verbose=False):
                    options=dict(maxiter=int(max_iter), ftol=float(tol), gtol=0.0,
                                 maxcor=10))
     return res.x, int(res.nit), {k: np.asarray(v, np.float64) for k, v in hist.items()}
+
+
+def random_blocks(n_samples, batch_size, rng):
+    """Sample indices (sorted) of ``batch_size``-sample blocks: a random partition."""
+    perm = rng.permutation(n_samples)
+    return [np.sort(perm[i:i + batch_size]) for i in range(0, n_samples, batch_size)]
+
+
+class AdaGradCRF:
+    """AdaGrad on mini-batches of the CRF objective ``C sum_i -log p(y_i | x_i)
+    + ||w||^2 / 2``: each mini-batch's objective is scaled to the whole data
+    set's, the partition is drawn once and its order every epoch.
+
+    Parameters
+    ----------
+    design : Design
+    C : float
+    batch_size : int
+    learning_rate : float
+    rng : RandomState
+    """
+
+    def __init__(self, design, C, *, batch_size, learning_rate, rng):
+        S = design.batch.n_samples
+        self.blocks = [CRFObjective(design.take(idx), C * S / idx.size)
+                       for idx in random_blocks(S, batch_size, rng)]
+        self.full = CRFObjective(design, C)
+        self.learning_rate, self.rng = learning_rate, rng
+        self.G = None
+
+    def epoch(self, w):
+        """One pass over the mini-batches in a random order, in place on ``w``;
+        returns the full objective after it."""
+        if self.G is None:
+            self.G = np.full_like(w, 1e-8)
+        for b in self.rng.permutation(len(self.blocks)):
+            _, g = self.blocks[b].value_grad(w)
+            self.G += g * g
+            w -= self.learning_rate * g / np.sqrt(self.G)
+        return w
+
+    def objective(self, w):
+        return self.full.value_grad(w)[0]
