@@ -209,7 +209,7 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
                             message_passes=self.message_passes)
         old = getattr(self, "_solver", None)
         if self.warm_start and old is not None and old.key() == solver.key():
-            solver = old
+            solver.carry(old)
         hist = {"objective": [], "seconds": []}
         # one call compiles (or loads) every kernel, outside the timed loop
         solver.value_and_grad(solver.W, solver.P, solver.lam)

@@ -254,7 +254,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
                               averaging=self.averaging, **extra)
         old = getattr(self, "_solver", None)
         if self.warm_start and old is not None and old.key() == solver.key():
-            return old
+            solver.carry(old)
         return solver
 
     def fit(self, X, y):

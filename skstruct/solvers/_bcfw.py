@@ -269,6 +269,7 @@ class BCFW(DesignSolver):
     """
 
     has_dual = True
+    STATE = DesignSolver.STATE + ("A", "Pi", "ell_i", "En", "Pt", "state")
 
     def __init__(self, design, loss_weight, **kwargs):
         super().__init__(design, loss_weight, **kwargs)

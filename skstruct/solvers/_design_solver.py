@@ -9,7 +9,9 @@ A solver owns its algorithm's state.  The interface the estimator loops over:
   (``dual`` and ``gap`` are NaN where the algorithm has no certificate);
 * ``weights()``: ``(W (F, Kp), P (EF, K, K))``, the weights to return;
 * ``n_pass`` and ``seconds``: passes run and time spent in them, kept across
-  warm starts.
+  warm starts;
+* ``key()`` and ``carry(old)``: a warm start builds the solver of the new data
+  and, where the keys agree, carries the old one's state over.
 """
 
 import numpy as np
@@ -40,6 +42,8 @@ class DesignSolver:
     """
 
     has_dual = False
+    # what a warm start carries over to a solver of new data of the same shape
+    STATE = ("W", "P", "n_pass", "seconds")
 
     def __init__(self, design, loss_weight, *, lam, surrogate, averaging, inference_iter,
                  n_jobs=None):
@@ -67,6 +71,13 @@ class DesignSolver:
         d = self.design
         return (type(self).__name__, d.batch.n_samples, d.batch.n_nodes, self.W.shape,
                 self.P.shape, self.lam, self.surrogate)
+
+    def carry(self, old):
+        """Continue from ``old``'s state (a warm start; ``old.key() == self.key()``);
+        TRW-S / MPLP messages are kept too."""
+        for name in self.STATE:
+            setattr(self, name, getattr(old, name))
+        self.scratch["msgs"] = old.scratch["msgs"]
 
     def weights(self):
         raise NotImplementedError

@@ -369,6 +369,13 @@ class PrimalDual:
         b = self.design.batch
         return (b.n_samples, b.n_nodes, self.W.shape, self.P.shape)
 
+    def carry(self, old):
+        """Continue from ``old``'s weights, messages and step memory (a warm start)."""
+        for name in ("W", "P", "lam", "step", "pairs", "g_prev", "s_prev", "qn_step", "n_iter",
+                     "seconds"):
+            if hasattr(old, name):
+                setattr(self, name, getattr(old, name))
+
     def iterate(self):
         """One iteration: message sweeps, then one parameter step; returns the
         objective after it."""

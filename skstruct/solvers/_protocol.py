@@ -31,6 +31,8 @@ class ProtocolSolver:
     """
 
     has_dual = False
+    # what a warm start carries over (see DesignSolver.carry)
+    STATE = ("w", "n_pass", "seconds")
 
     def __init__(self, model, X, y, *, lam, averaging):
         self.model = model
@@ -50,6 +52,10 @@ class ProtocolSolver:
 
     def key(self):
         return (type(self).__name__, self.n_samples, self.w.shape, self.lam)
+
+    def carry(self, old):
+        for name in self.STATE:
+            setattr(self, name, getattr(old, name))
 
     def _phi(self, x, y):
         phi = np.asarray(self.model.joint_feature(x, y), dtype=np.float64).ravel()
@@ -97,6 +103,7 @@ class ProtocolBCFW(ProtocolSolver):
     """
 
     has_dual = True
+    STATE = ProtocolSolver.STATE + ("w_i", "ell_i", "ell", "w_avg", "ell_avg", "k")
 
     def __init__(self, model, X, y, **kwargs):
         super().__init__(model, X, y, **kwargs)
@@ -156,6 +163,8 @@ class ProtocolSubgradient(ProtocolSolver):
     """Stochastic subgradient descent with the Pegasos step ``1 / (lambda (t + 1))``
     and weighted averaging, in mini-batches of ``batch_size`` samples whose
     oracles are called at the same weights."""
+
+    STATE = ProtocolSolver.STATE + ("w_avg", "t")
 
     def __init__(self, model, X, y, *, batch_size=1, **kwargs):
         super().__init__(model, X, y, **kwargs)

@@ -157,6 +157,8 @@ class Subgradient(DesignSolver):
         Those of :class:`DesignSolver`.
     """
 
+    STATE = DesignSolver.STATE + ("Wz", "Pz", "state")
+
     def __init__(self, design, loss_weight, *, batch_size=1, **kwargs):
         super().__init__(design, loss_weight, **kwargs)
         d = design

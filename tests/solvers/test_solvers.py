@@ -151,3 +151,26 @@ def test_primal_dual_iterations_lower_the_convex_objective():
     values = [pd.iterate() for _ in range(15)]
     assert np.all(np.diff(values) <= 1e-10)
     assert values[-1] < values[0]
+
+
+@pytest.mark.parametrize("solver", ["bcfw", "subgradient"])
+def test_warm_start_on_new_data_of_the_same_shape_learns_from_the_new_data(solver):
+    from skstruct import StructuredSVM
+
+    X1, y1 = graphs(seed=6)
+    X2 = [(x[0] + 1.0, x[1], x[2]) for x in X1]
+    y2 = [yi[::-1].copy() for yi in y1]
+    est = StructuredSVM(solver=solver, max_iter=3, tol=0.0, check_every=1, warm_start=True,
+                        random_state=0, model=GraphModel(inference_method="exact"))
+    est.fit(X1, y1)
+    est.set_params(max_iter=1).fit(X2, y2)
+    assert est.n_iter_ == 4  # continued
+    # the objective reported is that of the new data at the returned weights
+    model = GraphModel(inference_method="exact").fit(X2, y2)
+    design, _ = model.design(X2, y2)
+    ref = BCFW(design, np.ones(design.batch.n_nodes), lam=1.0 / len(X2), surrogate="margin",
+               averaging=True, inference_iter=10)
+    hinge, _ = ref.hinges(est._W, est._P)
+    W, P = est._W, est._P
+    primal = 0.5 / len(X2) * (np.sum(W * W) + np.sum(P * P)) + hinge.mean()
+    assert est.history_["primal"][-1] == pytest.approx(primal, rel=1e-10)
