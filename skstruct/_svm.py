@@ -229,8 +229,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
 
     # --------------------------------------------------------------------- fit
     def _make_solver(self, model, X, y):
-        """The solver of ``self.solver`` for this model and data (the previous
-        fit's, when warm-starting on data of the same shape)."""
+        """The solver of ``self.solver`` for this model and data; with
+        ``warm_start``, it continues from the previous fit's state when the data
+        have the same shape."""
         from .solvers import SSVM_SOLVERS
 
         batched, protocol = SSVM_SOLVERS[self.solver]
@@ -278,6 +279,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         self
         """
         self._check_params()
+        if isinstance(self.model, StructuredModel) and not self.model.has_batched_path():
+            # before the model's own initialize sees them
+            _sample_lists(X, y)
         model = resolve_model(self.model, X, y)
         solver = self._make_solver(model, X, y)
         S = solver.n_samples

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from .._core import encode_labels, fit_classes
+from .._core._params import Options, validate_params
 from ._design import Design, decoders, is_tied
 
 INFERENCE_METHODS = ("auto", "chain", "tree", "exact", "trws")
@@ -131,6 +132,7 @@ class DesignModel(StructuredModel):
     """
 
     inference_method = "auto"
+    _parameter_constraints = {"inference_method": [Options(*INFERENCE_METHODS)]}
 
     # --- fitting the structure -------------------------------------------
     def initialize(self, X, y):
@@ -144,9 +146,7 @@ class DesignModel(StructuredModel):
         self.param_shapes_ = (d.n_features_total, d.n_columns, d.n_edge_features, d.n_classes)
 
     def _check_params(self):
-        if self.inference_method not in INFERENCE_METHODS:
-            raise ValueError(f"inference_method must be one of {INFERENCE_METHODS}, got "
-                             f"{self.inference_method!r}")
+        validate_params(self)
 
     def _learn_structure(self, X, y, packed, labels):
         pass

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 from .._core import GraphBatch, check_edges, check_y, pack_X
+from .._core._params import Options
 from ._base import DesignModel
 from ._design import tied_edges
 
@@ -53,6 +54,9 @@ class ChainModel(_SampleListModel):
     inference_method : {"auto", "chain", "exact"}
         Decoder; ``"auto"`` is Viterbi.
     """
+
+    _parameter_constraints = {"bias": ["boolean"], "start_end": ["boolean"],
+                              "inference_method": [Options("auto", "chain", "exact")]}
 
     def __init__(self, *, bias=False, start_end=False, inference_method="auto"):
         self.bias = bias
@@ -219,6 +223,11 @@ class MultiLabelModel(_TabularModel):
         Decoder; ``"auto"`` enumerates when ``2 ** n_labels <= 4096``, is exact
         on forests, and uses TRW-S otherwise.
     """
+
+    _parameter_constraints = {
+        "edges": [Options("independent", "tree", "full"), list, tuple, np.ndarray],
+        "inference_method": [Options("auto", "exact", "tree", "trws")],
+    }
 
     def __init__(self, *, edges="full", inference_method="auto"):
         self.edges = edges
