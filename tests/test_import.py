@@ -17,3 +17,10 @@ assert all(k._cache.__class__.__name__ == "FunctionCache" for k in kernels), "ca
 
 def test_import_compiles_nothing_and_kernels_are_cached():
     subprocess.run([sys.executable, "-c", CODE], check=True)
+
+
+def test_inference_api_imports_neither_scipy_nor_numba():
+    code = ("import sys, skstruct.inference, skstruct._core\n"
+            "assert 'scipy' not in sys.modules, 'skstruct.inference imported scipy'\n"
+            "assert 'numba' not in sys.modules, 'skstruct.inference imported numba'\n")
+    subprocess.run([sys.executable, "-c", code], check=True)

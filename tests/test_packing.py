@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from skstruct._core import check_y, encode_labels, fit_classes, pack_X
+from skstruct._core._packing import check_y, encode_labels, fit_classes, pack_X
 
 
 def chains(lengths, n_features=3, seed=0):

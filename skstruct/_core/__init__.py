@@ -10,11 +10,12 @@
 * :mod:`._decoders`: the registry of MAP decoders by name;
 * :mod:`._jit`: the one place that sets numba's compilation flags.
 
-Importing this package does not import numba.
+Importing this package imports neither numba nor scipy (the inference API
+must stay cheap to import): the packing of samples, which needs
+``scipy.sparse``, is imported from :mod:`._packing` where it is used.
 """
 
 from ._batch import GraphBatch, segment_sum
-from ._packing import PackedX, check_y, encode_labels, fit_classes, pack_X
 from ._validation import (
     check_edges,
     check_pairwise,
@@ -26,16 +27,11 @@ from ._validation import (
 
 __all__ = [
     "GraphBatch",
-    "PackedX",
     "check_edges",
     "check_pairwise",
     "check_psi",
     "check_unary",
-    "check_y",
-    "encode_labels",
-    "fit_classes",
     "n_chunks",
     "n_threads",
-    "pack_X",
     "segment_sum",
 ]

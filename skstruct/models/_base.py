@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from .._core import encode_labels, fit_classes
+from .._core._packing import encode_labels, fit_classes
 from .._core._params import Options, validate_params
 from ._design import Design, decoders, is_tied
 

@@ -6,7 +6,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from .._core import GraphBatch, check_edges, check_y, pack_X
+from .._core import GraphBatch, check_edges
+from .._core._packing import check_y, pack_X
 from .._core._params import Options
 from ._base import DesignModel
 from ._design import tied_edges
