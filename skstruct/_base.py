@@ -7,6 +7,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from ._core import n_threads
+from ._core._packing import check_sequence
 from .models import StructuredModel, auto_model
 
 
@@ -15,6 +16,8 @@ def resolve_model(model, X, y, batched_only=False):
 
     ``batched_only``: the estimator needs a built-in model's design (its
     algorithms read marginals, which the model protocol does not give)."""
+    check_sequence(X, "X")
+    check_sequence(y, "y")
     if isinstance(model, str):
         if model != "auto":
             raise ValueError(f"model must be 'auto' or a model from skstruct.models, got "
@@ -74,6 +77,16 @@ class StructuredEstimatorMixin:
     A ``model_`` of the model protocol without the batched path predicts
     through its own ``inference`` with ``coef_``.
     """
+
+    def set_params(self, **params):
+        """Set parameters; ``model__*`` ones need a model object, not ``"auto"``."""
+        model = params.get("model", getattr(self, "model", None))
+        nested = sorted(k for k in params if k.startswith("model__"))
+        if nested and isinstance(model, str):
+            raise ValueError(f"{nested[0]} needs a model object: set model=ChainModel(), "
+                             f"GraphModel(), MultiLabelModel() ... (model={model!r} has no "
+                             "parameters to set)")
+        return super().set_params(**params)
 
     def _batched(self):
         return self.model_.has_batched_path()

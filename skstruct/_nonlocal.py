@@ -252,6 +252,10 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     def _design(self, X, y=None):
         design, packed = self.model_.design(X, y)
         bad = np.flatnonzero(~np.isin(design.kind, (VITERBI, TREE)))
+        if bad.size and hasattr(self.model_, "edges_"):
+            raise ValueError(f"the label graph of {self.model_!r} has a cycle: NonLocalCRF "
+                             "needs chains or trees (exact marginals); use "
+                             "MultiLabelModel(edges='tree') or edges='independent'")
         if bad.size:
             raise ValueError(f"sample {bad[0]} has a cycle: NonLocalCRF needs chains or trees "
                              "(exact marginal inference)")

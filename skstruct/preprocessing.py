@@ -264,7 +264,19 @@ class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             return self.transformer_.transform(X)
         nodes, graph = _unpack(X)
         stacked, offsets = _stack(nodes)
+        if offsets[-1] == 0:
+            # only empty samples (a batch of empty sentences): most transformers refuse
+            # an empty table, so build the empty output of the fitted width directly
+            return self._rebuild(X, graph, self._empty_output(), offsets)
         return self._rebuild(X, graph, self.transformer_.transform(stacked), offsets)
+
+    def _empty_output(self):
+        t = self.transformer_
+        if not hasattr(t, "get_feature_names_out"):
+            raise ValueError("every sample is empty and the transformer cannot say its "
+                             "output width (it has no get_feature_names_out)")
+        n_out = len(t.get_feature_names_out())
+        return sp.csr_matrix((0, n_out)) if getattr(t, "sparse", False) else np.zeros((0, n_out))
 
     @staticmethod
     def _rebuild(X, graph, out, offsets):

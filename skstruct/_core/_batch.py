@@ -50,14 +50,29 @@ class GraphBatch:
         return batch
 
     @classmethod
-    def from_graphs(cls, n_nodes, edges):
+    def from_graphs(cls, n_nodes, edges, *, validate=True):
         """Batch from per-sample node counts and *local* edge arrays.
 
-        The edge arrays must already be validated (int, shape (n_edges_i, 2),
-        in range, no self-loops): :func:`skstruct.inference.check_graph` does
-        that for single graphs and the data packing module for samples.
+        Every edge array is checked (integers, shape (n_edges_i, 2), in range
+        for its sample, no self-loop), so that no kernel ever reads outside
+        a sample; a ``ValueError`` names the sample.  ``validate=False`` is
+        for callers that have checked them already (the sample packing).
         """
         n_nodes = np.asarray(n_nodes, dtype=np.int64).reshape(-1)
+        if validate:
+            from ._validation import check_edges
+
+            if np.any(n_nodes < 0):
+                raise ValueError("node counts must be >= 0")
+            if len(edges) != n_nodes.shape[0]:
+                raise ValueError(f"{n_nodes.shape[0]} node counts but {len(edges)} edge arrays")
+            checked = []
+            for s, e in enumerate(edges):
+                try:
+                    checked.append(check_edges(e, int(n_nodes[s])))
+                except ValueError as exc:
+                    raise ValueError(f"sample {s}: {exc}") from None
+            edges = checked
         node_offsets = np.zeros(n_nodes.shape[0] + 1, np.int64)
         np.cumsum(n_nodes, out=node_offsets[1:])
         n_edges = np.array([len(e) for e in edges], dtype=np.int64)
@@ -69,6 +84,36 @@ class GraphBatch:
             flat = np.zeros((0, 2), np.int64)
         flat += np.repeat(node_offsets[:-1], n_edges)[:, None]
         return cls(node_offsets, flat, edge_offsets)
+
+    @cached_property
+    def checked(self):
+        """Validate the structure once (offsets consistent, every edge inside its
+        own sample, no self-loop); ``True``, or a ``ValueError`` naming the
+        sample.  The inference API checks every batch it is given, so a batch
+        built by hand can never make a kernel read out of bounds."""
+        no, eo, edges = self.node_offsets, self.edge_offsets, self.edges
+        if no.ndim != 1 or eo.shape != no.shape or no.shape[0] < 1:
+            raise ValueError("node_offsets and edge_offsets must be 1-D of the same length "
+                             "n_samples + 1")
+        if no[0] != 0 or eo[0] != 0 or np.any(np.diff(no) < 0) or np.any(np.diff(eo) < 0):
+            raise ValueError("offsets must start at 0 and never decrease")
+        if eo[-1] != edges.shape[0]:
+            raise ValueError(f"edge_offsets end at {eo[-1]} but there are {edges.shape[0]} "
+                             "edges")
+        if edges.shape[0]:
+            owner = np.repeat(np.arange(self.n_samples), np.diff(eo))
+            lo = no[owner][:, None]
+            hi = no[owner + 1][:, None]
+            bad = np.flatnonzero(((edges < lo) | (edges >= hi)).any(axis=1)
+                                 | (edges[:, 0] == edges[:, 1]))
+            if bad.size:
+                e = int(bad[0])
+                s = int(owner[e])
+                what = "is a self-loop" if edges[e, 0] == edges[e, 1] else \
+                    f"leaves the sample's nodes {no[s]}..{no[s + 1] - 1}"
+                raise ValueError(f"sample {s}: edge {edges[e].tolist()} (global node numbers) "
+                                 f"{what}")
+        return True
 
     @property
     def n_samples(self):

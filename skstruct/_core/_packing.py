@@ -57,14 +57,41 @@ class PackedX:
         return np.split(flat, self.batch.node_offsets[1:-1])
 
 
+# larger features overflow the scores (x @ W) to inf and the learners' objectives to NaN
+MAX_FEATURE = 1e100
+
+
+def _is_dicts(f):
+    return isinstance(f, (list, tuple)) and len(f) > 0 and isinstance(f[0], dict)
+
+
+def _check_magnitude(data, i, what):
+    if data.size and np.max(np.abs(data)) > MAX_FEATURE:
+        raise ValueError(f"sample {i}: {what} reach {np.max(np.abs(data)):.3g}; values above "
+                         f"{MAX_FEATURE:g} overflow the scores: scale them (e.g. "
+                         "NodeTransformer(StandardScaler()))")
+
+
 def _check_features(f, i, what):
+    if _is_dicts(f):
+        raise ValueError(f"sample {i}: {what} are dicts (feature names to values); vectorise "
+                         "them first, e.g. make_pipeline(NodeTransformer(DictVectorizer()), "
+                         "estimator)")
+    if getattr(f, "dtype", None) is not None and f.dtype.kind == "c":
+        raise ValueError(f"sample {i}: {what} are complex numbers; give real features (e.g. "
+                         "the real and imaginary parts as separate columns)")
     if sp.issparse(f):
         f = sp.csr_matrix(f, dtype=np.float64)
         if f.ndim != 2:
             raise ValueError(f"sample {i}: {what} must be 2-D, got shape {f.shape}")
         if not np.all(np.isfinite(f.data)):
             raise ValueError(f"sample {i}: {what} contain NaN or infinite values")
+        _check_magnitude(f.data, i, what)
         return f
+    if not isinstance(f, np.ndarray):
+        raw = np.asarray(f)
+        if raw.dtype.kind == "c":
+            raise ValueError(f"sample {i}: {what} are complex numbers; give real features")
     try:
         a = np.asarray(f, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -73,6 +100,7 @@ def _check_features(f, i, what):
         raise ValueError(f"sample {i}: {what} must be 2-D (n, n_features), got shape {a.shape}")
     if not np.all(np.isfinite(a)):
         raise ValueError(f"sample {i}: {what} contain NaN or infinite values")
+    _check_magnitude(a, i, what)
     return a
 
 
@@ -91,9 +119,7 @@ def pack_X(X, *, n_features=None, n_edge_features=None, kind=None):
     -------
     PackedX
     """
-    if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
-        raise ValueError("X must be a list of samples (arrays for chains, tuples "
-                         "(node_features, edges[, edge_features]) for graphs)")
+    check_sequence(X, "X")
     if sp.issparse(X) or (isinstance(X, np.ndarray) and X.ndim == 2):
         raise ValueError("X must be a list of samples, one 2-D array or tuple per sample; got "
                          f"a single 2-D {'sparse matrix' if sp.issparse(X) else 'array'}")
@@ -101,6 +127,9 @@ def pack_X(X, *, n_features=None, n_edge_features=None, kind=None):
     if n_samples == 0:
         raise ValueError("X holds no samples")
     first = X[0]
+    if _looks_like_graph_list(first):
+        raise ValueError("sample 0 is a list [node_features, edges, ...]; a graph sample must "
+                         "be a tuple (node_features, edges[, edge_features])")
     this_kind = "graph" if isinstance(first, tuple) else "chain"
     if kind is not None and this_kind != kind:
         raise ValueError(f"X is in the {this_kind} format but the estimator was fitted on the "
@@ -159,11 +188,51 @@ def pack_X(X, *, n_features=None, n_edge_features=None, kind=None):
     if this_kind == "chain":
         batch = GraphBatch.from_chains(n_nodes)
     else:
-        batch = GraphBatch.from_graphs(n_nodes, edges)
+        batch = GraphBatch.from_graphs(n_nodes, edges, validate=False)
     edge_features = None
     if has_ef:
         edge_features = np.concatenate(efeats) if efeats else np.zeros((0, 0))
     return PackedX(this_kind, features, batch, edge_features)
+
+
+def check_sequence(v, name):
+    """Raise a ``ValueError`` unless ``v`` is a sized sequence of samples."""
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or not hasattr(v, "__getitem__"):
+        hint = (": materialise it first, e.g. list(X)" if hasattr(v, "__next__")
+                or hasattr(v, "__iter__") and not isinstance(v, (str, bytes)) else "")
+        raise ValueError(f"{name} must be a list of samples (arrays for chains, tuples "
+                         f"(node_features, edges[, edge_features]) for graphs) or a 2-D "
+                         f"array, got {type(v).__name__}{hint}")
+
+
+def _looks_like_graph_list(s):
+    """A graph sample given as a list ``[nodes, edges(, edge_features)]``."""
+    if not isinstance(s, list) or len(s) not in (2, 3):
+        return False
+    try:
+        nodes = np.asarray(s[0])
+        edges = np.asarray(s[1])
+    except (TypeError, ValueError):
+        return False
+    return (nodes.ndim == 2 and edges.ndim == 2 and edges.shape[1:] == (2,)
+            and nodes.dtype != object and edges.dtype != object)
+
+
+def _label_kind(a):
+    """"number", "string" or "bool" for a label array; a ``ValueError`` for a mix."""
+    kind = a.dtype.kind
+    if kind == "b":
+        return "bool"
+    if kind in "iuf":
+        return "number"
+    if kind in "US":
+        return "string"
+    kinds = {("string" if isinstance(v, str) else "bool" if isinstance(v, (bool, np.bool_))
+              else "number" if isinstance(v, (int, float, np.number)) else type(v).__name__)
+             for v in a.tolist()}
+    if len(kinds) > 1:
+        raise ValueError(f"labels mix {' and '.join(sorted(kinds))}: use one type of label")
+    return kinds.pop() if kinds else "number"
 
 
 def check_y(y, packed):
@@ -180,8 +249,23 @@ def check_y(y, packed):
     if len(y) != lengths.shape[0]:
         raise ValueError(f"X has {lengths.shape[0]} samples but y has {len(y)}")
     parts = []
+    kind0 = None
     for i, yi in enumerate(y):
-        a = np.asarray(yi)
+        a = np.asarray(yi) if isinstance(yi, np.ndarray) else np.asarray(yi, dtype=object)
+        try:
+            kind = _label_kind(a)
+        except ValueError as exc:
+            raise ValueError(f"sample {i}: {exc}") from None
+        if a.dtype == object and not isinstance(yi, np.ndarray):
+            a = np.asarray(yi)
+        # numpy would silently turn numbers into strings when concatenating samples of
+        # both kinds; object arrays stay objects and fit_classes refuses the mix
+        if a.dtype != object and a.ndim == 1 and a.shape[0]:
+            if kind0 is None:
+                kind0 = (kind, i)
+            elif kind != kind0[0]:
+                raise ValueError(f"sample {i} has {kind} labels but sample {kind0[1]} has "
+                                 f"{kind0[0]} labels: use one type of label")
         if a.ndim != 1:
             raise ValueError(f"sample {i}: labels must be 1-D, got shape {a.shape}")
         if a.shape[0] != lengths[i]:

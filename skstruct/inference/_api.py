@@ -65,6 +65,7 @@ def loss_augment(unary, y, loss_weights=None):
 def _check_batch(batch, unary, pairwise, pw_index):
     if not isinstance(batch, GraphBatch):
         raise TypeError("batch must be a skstruct.inference.GraphBatch")
+    batch.checked  # noqa: B018  (validates once, raises ValueError)
     unary = check_unary(unary)
     if unary.shape[0] != batch.n_nodes:
         raise ValueError(f"unary has {unary.shape[0]} rows for a batch of {batch.n_nodes} nodes")
@@ -449,7 +450,7 @@ def chain_edges(n_nodes):
 def _single(unary, edges):
     unary = check_unary(unary)
     edges = check_edges(edges, unary.shape[0])
-    batch = GraphBatch.from_graphs([unary.shape[0]], [edges])
+    batch = GraphBatch.from_graphs([unary.shape[0]], [edges], validate=False)
     return unary, batch
 
 

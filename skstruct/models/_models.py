@@ -1,6 +1,7 @@
 """The joint feature maps users pick from: chains, graphs, multi-label, multiclass."""
 
 import itertools
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -128,6 +129,9 @@ class GraphModel(_SampleListModel):
         if fitting:
             self.n_features_ = packed.n_features
             self.n_edge_features_ = packed.n_edge_features
+        elif self.n_edge_features_ is None and packed.edge_features is not None:
+            raise ValueError("X has edge features but the model was fitted without them: "
+                             "give (node_features, edges) tuples, as in fit")
         return packed
 
     def _design(self, packed):
@@ -260,6 +264,8 @@ class MultiLabelModel(_TabularModel):
         if Y.ndim == 2:
             self.n_labels_ = Y.shape[1]
         labels = self._labels(y, X)
+        # predictions come back in the type of the training labels (bool stays bool)
+        self.label_dtype_ = np.bool_ if Y.dtype.kind == "b" else np.int64
         self.classes_ = np.array([0, 1])
         L = self.n_labels_
         if isinstance(self.edges, str):
@@ -287,13 +293,14 @@ class MultiLabelModel(_TabularModel):
         # so each sample's features are stored once for all its labels
         xrow = np.repeat(np.arange(n, dtype=np.int64), L)
         xoff = np.tile(np.arange(L, dtype=np.int64) * F, n)
-        batch = GraphBatch.from_graphs(np.full(n, L), [self.edges_] * n)
+        batch = GraphBatch.from_graphs(np.full(n, L), [self.edges_] * n, validate=False)
         ef = tied_edges(n * M, np.tile(np.arange(M), n), M)
         return self._make_design(X, batch, ef, True, cmap=[0, 0], csign=[-1.0, 1.0],
                                  xrow=xrow, xoff=xoff, n_features_total=L * F)
 
     def _format(self, labels, X):
-        return labels.reshape(-1, self.n_labels_)
+        return labels.reshape(-1, self.n_labels_).astype(
+            getattr(self, "label_dtype_", np.int64), copy=False)
 
     def unary_view(self, W):
         return W.reshape(self.n_labels_, -1)
@@ -334,6 +341,10 @@ def auto_model(X, y):
     if sp.issparse(X) or (isinstance(X, np.ndarray) and X.ndim == 2):
         Y = np.asarray(y)
         if Y.ndim == 2:
+            if Y.shape[1] == 1:
+                warnings.warn("y is a column of shape (n_samples, 1): it is read as "
+                              "multi-label with one label; pass y.ravel() for a multiclass "
+                              "problem", UserWarning, stacklevel=4)
             return MultiLabelModel(edges="full" if Y.shape[1] <= 12 else "tree")
         return MulticlassModel()
     if len(X) and isinstance(X[0], tuple):

@@ -24,7 +24,7 @@ from .._core._decoders import VITERBI
 from .._core._jit import jit
 from ..models._kernels import expand_coef
 from ..models._oracle import _corner, make_work
-from ._design_solver import DesignSolver
+from ._design_solver import DesignSolver, check_memory
 
 # state slots
 SIGMA, ELL, ELL_AVG, STEP = 0, 1, 2, 3
@@ -277,6 +277,12 @@ class BCFW(DesignSolver):
         S = self.n_samples
         Kp = self.W.shape[1]
         F = self.W.shape[0]
+        EF, K = self.P.shape[0], self.P.shape[1]
+        check_memory(8 * (S * EF * K * K + 2 * N * Kp),
+                     f"BCFW's dual blocks ({S} samples x {EF} pairwise table(s) of {K} x {K} "
+                     f"labels, and {N} nodes x {Kp} columns twice)",
+                     "use solver='subgradient', which keeps no per-sample blocks, or fewer "
+                     "labels")
         self.A = np.zeros((N, Kp))
         self.Pi = np.zeros((S,) + self.P.shape)
         self.ell_i = np.zeros(S)
