@@ -144,9 +144,9 @@ def test_a_batch_of_empty_sentences_predicts_empty_sentences():
 
 
 def test_dual_blocks_too_big_for_the_machine_are_refused_up_front(monkeypatch):
-    from skstruct.solvers import _design_solver
+    from skstruct._core import _validation
 
-    monkeypatch.setattr(_design_solver, "memory_limit", lambda: 100)
+    monkeypatch.setattr(_validation, "memory_limit", lambda: 100)
     X, y = chains()
     with pytest.raises(ValueError, match=r"BCFW's dual blocks .*solver='subgradient'"):
         StructuredSVM(max_iter=1).fit(X, y)
@@ -172,8 +172,7 @@ def test_iterative_inference_reports_and_warns_when_it_does_not_converge():
             warnings.simplefilter("error")
             labels, info = map_inference(unary, edges, pairwise, method=method, max_iter=500,
                                          tol=1e-3, damping=0.5, return_info=True)
-        if info.converged[0]:
-            assert 1 <= info.n_iter[0] < 500
+        assert info.converged[0] and 1 <= info.n_iter[0] < 500
     with pytest.warns(ConvergenceWarning):
         *_, info = marginal_inference(unary, edges, pairwise, method="loopy", max_iter=1,
                                       return_info=True)
@@ -184,3 +183,66 @@ def test_iterative_inference_reports_and_warns_when_it_does_not_converge():
         _, info = map_inference(unary[:4], edges[:3], pairwise[:3], method="exact",
                                 max_iter=1, return_info=True)
     assert info.converged.all() and info.n_iter.tolist() == [1]
+
+
+def _tiny_memory(monkeypatch, n_bytes):
+    from skstruct._core import _validation
+
+    monkeypatch.setattr(_validation, "memory_limit", lambda: n_bytes)
+
+
+def test_per_edge_tables_too_big_are_refused_up_front(monkeypatch):
+    from skstruct import ApproxStructuredPredictor
+    from skstruct.datasets import make_binary_denoising
+
+    d = make_binary_denoising(2, 8, random_state=0)  # grids with edge features
+    _tiny_memory(monkeypatch, 100)
+    with pytest.raises(ValueError, match=r"per-edge \(2, 2\) tables of \d+ edges.*GiB.*edge "
+                                         "features"):
+        ApproxStructuredPredictor(max_iter=1).fit(d.X, d.y)
+    X, y = graphs(edge_features=True)  # chains with edge features
+    with pytest.raises(ValueError, match=r"per-edge \(2, 2\) tables of 8 edges.*edge "
+                                         "features"):
+        NonLocalCRF(max_iter=1).fit(X, y)
+
+
+def test_alternating_energy_learning_too_big_is_refused_up_front(monkeypatch):
+    from skstruct.energies import NearestStatistic
+
+    X, y = chains(6)
+    crf = NonLocalCRF(energy=NearestStatistic("marginals"), learning="alternating",
+                      max_iter=2, energy_max_iter=1)
+    # the base CRF fits, then the energy's per-term arrays are refused
+    _tiny_memory(monkeypatch, 6 * 3 * 2 * 8 - 1)
+    with pytest.raises(ValueError, match="learning='alternating' with 1 energy terms on 18 "
+                                         "nodes and 2 classes.*learning='stochastic'"):
+        crf.fit(X, y)
+
+
+def test_full_edge_marginals_too_big_are_refused_up_front(monkeypatch):
+    from skstruct.inference import marginals_batch
+
+    batch = GraphBatch.from_chains([50, 50])
+    unary = np.zeros((100, 3))
+    _tiny_memory(monkeypatch, 98 * 9 * 8 - 1)
+    with pytest.raises(ValueError, match=r"edge marginals of 98 edges and 3 states.*"
+                                         "edge_marginals='sum'"):
+        marginals_batch(batch, unary, np.zeros((3, 3)))
+    # the summed marginals of chains need no per-edge array
+    node, edge, logz = marginals_batch(batch, unary, np.zeros((3, 3)), edge_marginals="sum")
+    assert edge.shape == (1, 3, 3) and np.allclose(edge.sum(), 98)
+
+
+def test_thousands_of_labels_fit_and_predict():
+    # 2000 distinct labels on chains used to run for minutes; the chain
+    # kernels are O(n K^2) and finish (here 200 nodes, 4 million-entry tables)
+    rng = np.random.default_rng(0)
+    K = 2000
+    X = [rng.normal(size=(50, 3)) for _ in range(4)]
+    y = [rng.integers(0, K, 50) for _ in range(4)]
+    y[0][:K % 50] = 0
+    crf = NonLocalCRF(max_iter=2).fit(X, y)
+    assert np.isfinite(crf.history_["objective"]).all()
+    pred = crf.predict(X)
+    assert [p.shape for p in pred] == [(50,)] * 4
+    assert np.isin(np.concatenate(pred), crf.classes_).all()

@@ -4,6 +4,7 @@ Everything here is plain numpy; nothing imports the rest of skstruct.
 """
 
 import contextlib
+import os
 from numbers import Integral
 
 import numpy as np
@@ -130,3 +131,25 @@ def check_psi(psi, n_samples, n_terms):
     if not np.all(np.isfinite(psi)):
         raise ValueError("psi contains NaN or infinite values")
     return psi
+
+
+def memory_limit():
+    """Bytes one array (or a solver's state) may take: half the machine's
+    memory (4 GiB where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (AttributeError, ValueError, OSError):
+        return 4 * 2 ** 30
+
+
+def check_memory(n_bytes, what, advice):
+    """Raise a ``ValueError`` before allocating more than :func:`memory_limit`.
+
+    ``what`` names the allocation and ``advice`` the parameter to change, so
+    that a too large problem fails at once with a remedy instead of after
+    minutes of swapping or inside a kernel.
+    """
+    limit = memory_limit()
+    if n_bytes > limit:
+        raise ValueError(f"{what} would need {n_bytes / 2 ** 30:.1f} GiB (this machine allows "
+                         f"{limit / 2 ** 30:.1f} GiB): {advice}")

@@ -10,7 +10,7 @@ compiles on first use and is cached on disk.
 """
 
 from .._core import GraphBatch
-from .._core._warnings import ConvergenceWarning
+from .._core._warnings import ConvergenceWarning, InfeasibilityWarning
 from ._api import (
     InferenceInfo,
     chain_edges,
@@ -33,6 +33,7 @@ from ._bethe import BetheProjection, bethe_entropy, bethe_project
 __all__ = [
     "BetheProjection",
     "ConvergenceWarning",
+    "InfeasibilityWarning",
     "InferenceInfo",
     "GraphBatch",
     "bethe_entropy",

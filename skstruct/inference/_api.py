@@ -15,17 +15,20 @@ import numpy as np
 from .._core import GraphBatch
 from .._core._validation import (  # noqa: F401  (re-exported)
     check_edges,
+    check_memory,
     check_pairwise,
     check_unary,
     n_chunks,
     n_threads,
 )
-from .._core._warnings import ConvergenceWarning
+from .._core._warnings import ConvergenceWarning, InfeasibilityWarning
 
 _MARGINAL_METHODS = ("auto", "exact", "chain", "tree", "loopy")
 _EDGE_MODES = {"full": 1, "sum": 2, None: 0, "none": 0}
 # enumeration beyond this many labellings is refused rather than left to run
 _MAX_ENUMERATION = 1 << 22
+# iterations over which TRW-S judges a stalled bound (see InferenceInfo)
+TRWS_WINDOW = 10
 
 
 def _check_labels(y, n_nodes, n_states):
@@ -99,16 +102,23 @@ class InferenceInfo(NamedTuple):
 
     ``n_iter``: iterations (sweeps) run; 1 for the exact methods.
     ``converged``: whether the sample met ``tol`` within ``max_iter`` (always
-    true for the exact methods).  TRW-S's criterion is the change of its dual
-    bound between iterations, not a closed gap: compare the bound with the
-    labelling's score for that.
+    true for the exact methods).  Loopy BP and max-product converge when no
+    message moves by more than ``tol`` in a sweep; TRW-S when the gap between
+    its bound and its best labelling's score is at most ``tol * max(1,
+    |bound|)`` (optimality certified to that relative precision), or when its
+    bound has moved by less than ``tol`` over the last 10 iterations.
+    ``feasible``: whether a labelling of finite score is known for the sample
+    (the returned one for MAP; for marginals one found while checking).
+    False means either proven infeasible (bound or log partition ``-inf``)
+    or not decided; both warn (``InfeasibilityWarning``).
     """
 
     n_iter: np.ndarray
     converged: np.ndarray
+    feasible: np.ndarray
 
 
-def _report(n_iter, converged, method, max_iter, tol, return_info):
+def _report(n_iter, converged, method, max_iter, tol, return_info, feasible=None):
     """Warn about samples that stopped at ``max_iter`` short of ``tol``; the info."""
     if tol > 0 and not converged.all():
         bad = np.flatnonzero(~converged)
@@ -116,7 +126,40 @@ def _report(n_iter, converged, method, max_iter, tol, return_info):
                       f"not converge within max_iter={max_iter} iterations of {method!r} "
                       f"(tol={tol:g}); raise max_iter, or pass return_info=True to see "
                       "which", ConvergenceWarning, stacklevel=3)
-    return InferenceInfo(n_iter, converged) if return_info else None
+    if feasible is None:
+        feasible = np.ones(n_iter.shape[0], bool)
+    return InferenceInfo(n_iter, converged, feasible) if return_info else None
+
+
+def _has_constraints(unary, pairwise):
+    """Whether any score is ``-inf``: only then can a sample be infeasible."""
+    return bool(np.isneginf(unary).any() or np.isneginf(pairwise).any())
+
+
+def _scores(batch, unary, pairwise, pw_index, labels):
+    from ._trws import labelling_scores_batch
+
+    out = np.zeros(batch.n_samples)
+    labelling_scores_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary,
+                           pairwise, pw_index, labels, out)
+    return out
+
+
+def _warn_infeasible(proven, unsure, method):
+    """One warning for the infeasible samples and one for the undecided ones."""
+    if proven.any():
+        bad = np.flatnonzero(proven)
+        warnings.warn(f"{bad.size} sample(s) (first: sample {bad[0]}) are infeasible: every "
+                      "labelling breaks a hard constraint (a -inf score), so their labels "
+                      "are arbitrary and their score or log partition is -inf",
+                      InfeasibilityWarning, stacklevel=4)
+    if unsure.any():
+        bad = np.flatnonzero(unsure)
+        warnings.warn(f"{bad.size} sample(s) (first: sample {bad[0]}) may be infeasible: "
+                      f"{method!r} found no labelling that satisfies the hard constraints "
+                      "(-inf scores) and could not prove that none exists; their results "
+                      "are not reliable (method='exact' decides small graphs)",
+                      InfeasibilityWarning, stacklevel=4)
 
 
 def _check_iter(max_iter, tol, damping):
@@ -151,7 +194,11 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
         True labels: decode loss-augmented, adding the Hamming loss weighted
         per true class by ``loss_weights`` (K,) (default all ones).
     max_iter, tol, damping : iterative methods' budget, stopping threshold
-        and (max-product) message damping.
+        and (max-product) message damping.  Max-product stops when no message
+        moves by more than ``tol`` in a sweep; TRW-S when its bound is within
+        ``tol * max(1, |bound|)`` of its best labelling's score, or has moved
+        by less than ``tol`` over the last 10 iterations.  Both return the
+        best labelling decoded at any iteration, not the last.
     messages : ndarray of shape (2 E, K), optional
         Messages of the iterative methods, updated in place: pass the same
         array again to warm-start (e.g. between learning iterations).  Start
@@ -163,10 +210,13 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
         itself for the exact methods; TRW-S's dual bound; for max-product the
         same reparametrisation bound computed from its messages).
     return_info : bool
-        Also return an :class:`InferenceInfo`: iterations run and convergence
-        of every sample.  Whatever this flag, a ``ConvergenceWarning`` is
-        issued when ``tol > 0`` and a sample of an iterative method stopped at
-        ``max_iter`` without meeting ``tol``.
+        Also return an :class:`InferenceInfo`: iterations run, convergence and
+        feasibility of every sample.  Whatever this flag, a
+        ``ConvergenceWarning`` is issued when ``tol > 0`` and a sample of an
+        iterative method stopped at ``max_iter`` without meeting ``tol``, and
+        an ``InfeasibilityWarning`` when a sample's labelling breaks a hard
+        constraint (the sample is infeasible, or the method found no feasible
+        labelling).
 
     Returns
     -------
@@ -196,7 +246,12 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
                                          options)
                 if done is not None:
                     n_iter[mask], converged[mask] = done[0][mask], done[1][mask]
-    info = _report(n_iter, converged, method, max_iter, tol, return_info)
+    feasible = np.ones(S, bool)
+    if _has_constraints(unary, pairwise):
+        feasible = _scores(batch, unary, pairwise, pw_index, labels) > -np.inf
+        _warn_infeasible(~feasible & (bound == -np.inf), ~feasible & (bound > -np.inf),
+                         method)
+    info = _report(n_iter, converged, method, max_iter, tol, return_info, feasible)
     out = (labels,) + ((bound,) if return_bound else ()) + ((info,) if return_info else ())
     return out if len(out) > 1 else labels
 
@@ -278,13 +333,14 @@ def _run_loopy_map(kind, batch, unary, pairwise, pw_index, mask, msgs, max_iter,
     n_iter = np.zeros(S, np.int64)
     args = (batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise, pw_index,
             *adj)
+    score = np.zeros(S)
     if kind == "trws":
-        _trws.trws_batch(*args, mask, msgs, max_iter, tol, labels, bound, n_iter)
-        converged = n_iter < max_iter
+        converged = np.zeros(S, bool)
+        _trws.trws_batch(*args, mask, msgs, max_iter, tol, TRWS_WINDOW, False, labels, bound,
+                         n_iter, converged, score)
     else:
-        converged = _loopy.loopy_bp_batch(*args, mask, msgs, True, max_iter, damping, tol,
-                                          n_iter)
-        _loopy.max_beliefs_decode_batch(*args, mask, msgs, labels)
+        converged = _loopy.max_product_batch(*args, mask, msgs, max_iter, damping, tol, labels,
+                                             score, n_iter)
         _trws.dual_bound_batch(*args, mask, msgs, bound)
     return n_iter, converged
 
@@ -375,7 +431,11 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
     edge_marginals : ndarray of shape (E, K, K) or (M, K, K), or None
     log_partition : ndarray of shape (n_samples,)
         An infeasible sample (every labelling scores ``-inf``) gets ``-inf``
-        and all-zero marginals.
+        and all-zero marginals from the exact methods.  Loopy BP gets there
+        when infeasibility shows in its messages or TRW-S proves it; a sample
+        for which no feasible labelling is found and none is proved absent
+        keeps its Bethe value and is warned about (``InfeasibilityWarning``,
+        ``InferenceInfo.feasible`` false).
     info : InferenceInfo, if ``return_info``
     """
     unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
@@ -389,10 +449,19 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
     N, K = unary.shape
     E, M = batch.n_edges, pairwise.shape[0]
     S = batch.n_samples
+    # (E, K, K) arrays: the full output, and the edge beliefs exact and loopy
+    # inference always compute
+    scratch = method in ("exact", "loopy") or (method == "auto" and not batch.is_forest.all())
+    n_tables = (mode == 1) + scratch
+    if n_tables:
+        check_memory(n_tables * 8 * E * K * K, f"edge marginals of {E} edges and {K} states",
+                     "pass edge_marginals='sum' (one (K, K) table per shared pairwise "
+                     "matrix) or None" if mode == 1 else "split the batch")
     node = np.zeros((N, K))
     logz = np.zeros(S)
     n_iter = np.ones(S, np.int64)
     converged = np.ones(S, bool)
+    feasible = np.ones(S, bool)
     groups = _map_groups(batch, "max-product" if method == "loopy" else method)
     with n_threads(n_jobs):
         chunks = batch.chunks(n_chunks())
@@ -435,10 +504,49 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
                 n_iter[mask], converged[mask] = it[mask], conv[mask]
                 full = np.zeros((E, K, K))
                 _loopy.bp_beliefs_batch(*args, msgs, node, full, logz)
+                if _has_constraints(unary, pairwise):
+                    feasible[mask] = _bethe_feasible(batch, unary, pairwise, pw_index, mask,
+                                                     node, full, logz, max_iter, tol)[mask]
                 _store_edges(mode, edge_out, full, pw_index, mask, batch)
-    info = _report(n_iter, converged, method, max_iter, tol, return_info)
+    feasible &= logz > -np.inf
+    if not feasible.all():
+        _warn_infeasible(~feasible & (logz == -np.inf), ~feasible & (logz > -np.inf), method)
+    info = _report(n_iter, converged, method, max_iter, tol, return_info, feasible)
     edge = None if mode == 0 else edge_out[0] if mode == 1 else edge_out.sum(axis=0)
     return (node, edge, logz) + ((info,) if return_info else ())
+
+
+def _bethe_feasible(batch, unary, pairwise, pw_index, mask, node, full, logz, max_iter, tol):
+    """Decide the feasibility of loopy BP's samples, fixing up the infeasible ones.
+
+    Sum-product only sees infeasibility that propagates to an empty node
+    belief; hard constraints around a cycle (say, "differ" on a triangle with
+    two labels) can leave every belief non-zero and a finite Bethe log
+    partition.  A labelling of finite score proves a sample feasible: the
+    belief argmax is tried first, then TRW-S, whose bound of ``-inf`` proves
+    infeasibility (log partition set to ``-inf``, marginals to zero).  What
+    neither decides stays ``False`` and is warned about.
+    """
+    from ._trws import trws_batch
+
+    S = batch.n_samples
+    labels = node.argmax(axis=1) if node.size else np.zeros(0, np.int64)
+    feasible = (_scores(batch, unary, pairwise, pw_index, labels.astype(np.int64)) > -np.inf)
+    todo = mask & ~feasible & (logz > -np.inf)
+    if todo.any():
+        labels = np.zeros(batch.n_nodes, np.int64)
+        bound, score = np.zeros(S), np.zeros(S)
+        trws_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
+                   pw_index, *batch.adjacency, todo, np.zeros((2 * batch.n_edges,
+                                                               unary.shape[1])),
+                   max_iter, tol, TRWS_WINDOW, False, labels, bound, np.zeros(S, np.int64),
+                   np.zeros(S, bool), score)
+        feasible |= todo & (score > -np.inf)
+        dead = todo & (bound == -np.inf)
+        logz[dead] = -np.inf
+        node[np.repeat(dead, np.diff(batch.node_offsets))] = 0.0
+        full[np.repeat(dead, np.diff(batch.edge_offsets))] = 0.0
+    return feasible
 
 
 def _store_edges(mode, edge_out, full, pw_index, mask, batch):

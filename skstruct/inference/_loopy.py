@@ -22,6 +22,7 @@ import numpy as np
 from numba import prange
 
 from .._core._jit import jit, pjit
+from ._exact import _sample_score
 
 NEG_INF = -np.inf
 
@@ -155,6 +156,27 @@ def _update_message(row, msg, messages, damping, use_max):
     return delta
 
 
+@jit
+def _sweep(e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_side,
+           messages, use_max, damping, h, msg, acc):
+    """One Gauss-Seidel sweep over edges ``e0:e1``; returns the largest message change."""
+    delta = 0.0
+    for e in range(e0, e1):
+        pw = pw_index[e]
+        for side in range(2):
+            sender = edges[e, side]
+            _gather(sender, unary, adj_offsets, adj_edge, adj_side, messages, e, h)
+            if use_max:
+                _maxplus(h, pairwise, pw, side, msg)
+            else:
+                _logsumexp_product(h, pairwise, pw, side, msg, acc)
+            _normalise(msg, use_max)
+            d = _update_message(2 * e + side, msg, messages, damping, use_max)
+            if not d <= delta:
+                delta = d
+    return delta
+
+
 @pjit
 def loopy_bp_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
                    adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
@@ -223,20 +245,8 @@ def loopy_bp_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
         msg = np.empty(n_labels)
         acc = np.empty(n_labels)
         for it in range(max_iter):
-            delta = 0.0
-            for e in range(e0, e1):
-                pw = pw_index[e]
-                for side in range(2):
-                    sender = edges[e, side]
-                    _gather(sender, unary, adj_offsets, adj_edge, adj_side, messages, e, h)
-                    if use_max:
-                        _maxplus(h, pairwise, pw, side, msg)
-                    else:
-                        _logsumexp_product(h, pairwise, pw, side, msg, acc)
-                    _normalise(msg, use_max)
-                    d = _update_message(2 * e + side, msg, messages, damping, use_max)
-                    if not d <= delta:
-                        delta = d
+            delta = _sweep(e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_edge,
+                           adj_side, messages, use_max, damping, h, msg, acc)
             n_iter_out[s] = it + 1
             if delta < tol:
                 converged[s] = True
@@ -401,3 +411,142 @@ def max_beliefs_decode_batch(node_offsets, edge_offsets, edges, unary, pairwise,
                 if h[k] > h[best]:
                     best = k
             labels_out[v] = best
+
+
+@jit
+def _decode_beliefs(n0, n1, unary, adj_offsets, adj_edge, adj_side, messages, h, labels):
+    """``labels[v - n0] = argmax`` of node ``v``'s max-product belief (lowest on ties)."""
+    n_labels = unary.shape[1]
+    for v in range(n0, n1):
+        _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, h)
+        best = 0
+        for k in range(1, n_labels):
+            if h[k] > h[best]:
+                best = k
+        labels[v - n0] = best
+
+
+@jit
+def _keep_best(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_edge,
+               adj_nbr, adj_side, messages, h, cand, best, labels_out):
+    """Decode one sample two ways, keep a strictly better labelling; the best score.
+
+    The belief argmax is max-product's own decoding; the sequential decoding
+    (conditioning each node on its already labelled neighbours) breaks ties
+    between optima consistently, which the independent argmaxes cannot.
+    """
+    for way in range(2):
+        if way == 0:
+            _decode_beliefs(n0, n1, unary, adj_offsets, adj_edge, adj_side, messages, h, cand)
+        else:
+            _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr,
+                    adj_side, messages, cand, h)
+        score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, cand, n0)
+        if score > best:
+            best = score
+            for v in range(n0, n1):
+                labels_out[v] = cand[v - n0]
+    return best
+
+
+@pjit
+def max_product_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
+                      adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
+                      max_iter, damping, tol, labels_out, score_out, n_iter_out):
+    """Loopy max-product that keeps the best labelling it has seen.
+
+    Runs the sweeps of :func:`loopy_bp_batch` with ``use_max=True`` and, from
+    the starting messages and after every sweep, decodes two labellings (the
+    belief argmax of :func:`max_beliefs_decode_batch` and TRW-S's sequential
+    decoding) and scores them; a sample's labelling is replaced only by a
+    strictly better one.  Max-product on a
+    graph with cycles need not improve monotonically (it can oscillate), so
+    the last iterate alone may be much worse than an earlier one.
+
+    Parameters
+    ----------
+    node_offsets, ..., messages, max_iter, damping, tol, n_iter_out
+        As in :func:`loopy_bp_batch`.
+    labels_out : int64 ndarray of shape (N,)
+        Written with the best labelling seen for every active sample.
+    score_out : float64 ndarray of shape (S,)
+        Written with its score (``-inf`` when every labelling seen breaks a
+        hard constraint; 0 for an empty sample).
+
+    Returns
+    -------
+    converged : bool ndarray of shape (S,)
+        As in :func:`loopy_bp_batch`.
+    """
+    n_samples = node_offsets.shape[0] - 1
+    n_labels = unary.shape[1]
+    converged = np.zeros(n_samples, np.bool_)
+    for s in prange(n_samples):
+        if not active[s]:
+            continue
+        n0 = node_offsets[s]
+        n1 = node_offsets[s + 1]
+        e0 = edge_offsets[s]
+        e1 = edge_offsets[s + 1]
+        h = np.empty(n_labels)
+        msg = np.empty(n_labels)
+        acc = np.empty(n_labels)
+        cand = np.zeros(n1 - n0, np.int64)
+        best = NEG_INF
+        for v in range(n0, n1):
+            labels_out[v] = 0
+        best = _keep_best(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets,
+                          adj_edge, adj_nbr, adj_side, messages, h, cand, best, labels_out)
+        n_iter_out[s] = 0
+        if e1 == e0:
+            converged[s] = True
+        else:
+            for it in range(max_iter):
+                delta = _sweep(e0, e1, edges, unary, pairwise, pw_index, adj_offsets,
+                               adj_edge, adj_side, messages, True, damping, h, msg, acc)
+                n_iter_out[s] = it + 1
+                best = _keep_best(n0, n1, e0, e1, edges, unary, pairwise, pw_index,
+                                  adj_offsets, adj_edge, adj_nbr, adj_side, messages, h, cand,
+                                  best, labels_out)
+                if delta < tol:
+                    converged[s] = True
+                    break
+        score_out[s] = best
+    return converged
+
+
+@jit
+def _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side,
+            messages, labels, acc):
+    """Kolmogorov's sequential decoding of one sample into ``labels[v - n0]``.
+
+    In node order, ``x_s`` maximises ``unary_s + sum over labelled (lower)
+    neighbours u of theta_us(x_u, .) + sum over unlabelled (higher) neighbours
+    of m_{u->s}``.  Ties and all ``-inf`` rows go to the lowest label.
+    """
+    n_labels = unary.shape[1]
+    for v in range(n0, n1):
+        for k in range(n_labels):
+            acc[k] = unary[v, k]
+        for p in range(adj_offsets[v], adj_offsets[v + 1]):
+            u = adj_nbr[p]
+            e = adj_edge[p]
+            side = adj_side[p]
+            if u < v:
+                xu = labels[u - n0]
+                pw = pw_index[e]
+                if side == 0:
+                    for k in range(n_labels):
+                        acc[k] += pairwise[pw, k, xu]
+                else:
+                    for k in range(n_labels):
+                        acc[k] += pairwise[pw, xu, k]
+            elif u > v:
+                row = 2 * e + 1 - side
+                for k in range(n_labels):
+                    acc[k] += messages[row, k]
+        best = 0
+        for k in range(1, n_labels):
+            if acc[k] > acc[best]:
+                best = k
+        labels[v - n0] = best

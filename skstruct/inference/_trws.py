@@ -32,7 +32,7 @@ from numba import prange
 
 from .._core._jit import jit, pjit
 from ._exact import _sample_score
-from ._loopy import _gather, _maxplus
+from ._loopy import _decode, _gather, _maxplus
 
 NEG_INF = -np.inf
 
@@ -192,53 +192,20 @@ def _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank, a0,
 
 
 @jit
-def _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side,
-            messages, labels, acc):
-    """Kolmogorov's sequential decoding of one sample into ``labels[v - n0]``.
-
-    In node order, ``x_s`` maximises ``unary_s + sum over labelled (lower)
-    neighbours u of theta_us(x_u, .) + sum over unlabelled (higher) neighbours
-    of m_{u->s}``.  Ties and all ``-inf`` rows go to the lowest label.
-    """
-    n_labels = unary.shape[1]
-    for v in range(n0, n1):
-        for k in range(n_labels):
-            acc[k] = unary[v, k]
-        for p in range(adj_offsets[v], adj_offsets[v + 1]):
-            u = adj_nbr[p]
-            e = adj_edge[p]
-            side = adj_side[p]
-            if u < v:
-                xu = labels[u - n0]
-                pw = pw_index[e]
-                if side == 0:
-                    for k in range(n_labels):
-                        acc[k] += pairwise[pw, k, xu]
-                else:
-                    for k in range(n_labels):
-                        acc[k] += pairwise[pw, xu, k]
-            elif u > v:
-                row = 2 * e + 1 - side
-                for k in range(n_labels):
-                    acc[k] += messages[row, k]
-        best = 0
-        for k in range(1, n_labels):
-            if acc[k] > acc[best]:
-                best = k
-        labels[v - n0] = best
-
-
-@jit
 def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_edge,
-             adj_nbr, adj_side, messages, max_iter, tol, labels_out):
+             adj_nbr, adj_side, messages, max_iter, tol, window, relative, labels_out):
     """TRW-S on one sample (nodes ``n0:n1``, edges ``e0:e1``); see :func:`trws_batch`.
 
-    Returns ``(bound, n_iter)``.
+    Returns ``(bound, n_iter, converged, score)``: the best bound, the
+    iterations run, whether a stopping rule was met, and the score of the
+    labelling written to ``labels_out``.
     """
     n_labels = unary.shape[1]
     n = n1 - n0
     if n == 0:
-        return 0.0, 0
+        return 0.0, 0, True, 0.0
+    window = max(window, 1)
+    history = np.empty(window)
     n_done = 0
     a0 = adj_offsets[n0]
     n_lo, n_hi, hi_pos, lo_rank, gamma = _chain_structure(n0, n1, e0, e1, adj_offsets,
@@ -264,6 +231,8 @@ def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_
                                n0)
     for v in range(n0, n1):
         labels_out[v] = labels[v - n0]
+    history[0] = bound
+    converged = False
 
     for it in range(max_iter):
         for v in range(n0, n1):
@@ -294,19 +263,27 @@ def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_
             best_score = score
             for v in range(n0, n1):
                 labels_out[v] = labels[v - n0]
-        # equal bounds (including -inf against -inf) are converged
-        done = new_bound == bound or abs(new_bound - bound) < tol * max(
-            1.0, abs(new_bound))
-        bound = new_bound
-        if done:
+        # stop on a certified optimum (the gap closed to tol, relative) or on
+        # a stalled bound: over the last `window` iterations it moved by less
+        # than tol (absolute unless `relative`; equal bounds, -inf against
+        # -inf included, count as stalled)
+        scale = tol * max(1.0, abs(best_bound))
+        old = history[(it + 1) % window] if it + 1 >= window else history[0]
+        stall = scale if relative else tol
+        stalled = it + 1 >= window and (new_bound == old or abs(new_bound - old) < stall)
+        closed = best_bound - best_score <= scale
+        history[(it + 1) % window] = new_bound
+        if stalled or closed:
+            converged = True
             break
-    return best_bound, n_done
+    return best_bound, n_done, converged, best_score
 
 
 @pjit
 def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
                adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
-               max_iter, tol, labels_out, bound_out, n_iter_out):
+               max_iter, tol, window, relative, labels_out, bound_out, n_iter_out, converged_out,
+               score_out):
     """TRW-S max-sum inference: labelling, upper bound, messages in place.
 
     Parameters
@@ -333,8 +310,18 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
     max_iter : int
         Maximum number of iterations (one forward plus one backward pass).
     tol : float
-        A sample stops once its bound changes by less than
-        ``tol * max(1, |bound|)`` over one iteration.
+        A sample stops once the gap between its best bound and its best
+        labelling's score is at most ``tol * max(1, |bound|)`` (optimality
+        certified), or once its bound has moved by less than ``tol`` over
+        the last ``window`` iterations (a stalled bound).
+    window : int
+        Number of iterations over which a stall is judged (at least 1).  The
+        bound of a large grid creeps down for many iterations while the
+        labelling still improves, so a one-iteration test stops too early.
+    relative : bool
+        Judge a stall against ``tol * max(1, |bound|)`` instead of ``tol``.
+        A relative stall test stops a grid of 10^5 nodes, whose bound is in
+        the millions, while its gap is still in the hundreds.
     labels_out : int64 ndarray of shape (N,)
         Written with the best-scoring labelling decoded so far (decoding is
         done from the initial messages and after every iteration).
@@ -344,6 +331,11 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
         ``-inf`` proves infeasibility; 0 for an empty sample.
     n_iter_out : int64 ndarray of shape (S,)
         Written with the number of iterations performed by each sample.
+    converged_out : bool ndarray of shape (S,)
+        Written with whether a stopping rule was met within ``max_iter``.
+    score_out : float64 ndarray of shape (S,)
+        Written with the score of the labelling in ``labels_out`` (``-inf``
+        when no labelling found satisfies the hard constraints).
 
     Notes
     -----
@@ -356,10 +348,10 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
     for s in prange(n_samples):
         if not active[s]:
             continue
-        bound_out[s], n_iter_out[s] = trws_one(
+        bound_out[s], n_iter_out[s], converged_out[s], score_out[s] = trws_one(
             node_offsets[s], node_offsets[s + 1], edge_offsets[s], edge_offsets[s + 1], edges,
             unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side, messages,
-            max_iter, tol, labels_out)
+            max_iter, tol, window, relative, labels_out)
 
 
 @pjit

@@ -11,6 +11,7 @@ from numba import prange
 
 from .._core import n_chunks, segment_sum
 from .._core._jit import pjit
+from .._core._validation import check_memory
 from ..inference._api import marginals_batch
 from ..inference._chain import _fb_log, _fb_scaled, exp_tables
 from ..models._kernels import unary_scores
@@ -122,6 +123,12 @@ class CRFObjective:
         self.D = design.args(y, np.zeros(N), 1)
         self.chunks = b.chunks(n_chunks())
         self.tied = bool(design.tied)
+        if not self.tied:
+            # per-edge tables, their marginals and the residual: three (E, K, K)
+            check_memory(3 * 8 * b.n_edges * K * K,
+                         f"the per-edge ({K}, {K}) tables of {b.n_edges} edges",
+                         "edge features give every edge its own table; drop them, merge "
+                         "classes, or fit on fewer samples at a time")
         self.W_shape = (design.n_features_total, design.n_columns)
         self.P_shape = (design.n_edge_features, K, K)
         self.sw = None if sample_weight is None else np.asarray(sample_weight, np.float64)

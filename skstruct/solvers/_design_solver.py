@@ -14,30 +14,12 @@ A solver owns its algorithm's state.  The interface the estimator loops over:
   and, where the keys agree, carries the old one's state over.
 """
 
-import os
-
 import numpy as np
 
 from .._core import n_chunks, n_threads
+from .._core._validation import check_memory  # noqa: F401  (used by the solvers)
 from ..models._oracle import SURROGATES, hinge_pass
 from ..models._predict import scratch
-
-
-def memory_limit():
-    """Bytes a solver may allocate for its state: half the machine's memory
-    (4 GiB where the system does not say)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
-    except (AttributeError, ValueError, OSError):
-        return 4 * 2 ** 30
-
-
-def check_memory(n_bytes, what, advice):
-    """Raise a ``ValueError`` before allocating more than :func:`memory_limit`."""
-    limit = memory_limit()
-    if n_bytes > limit:
-        raise ValueError(f"{what} would need {n_bytes / 2 ** 30:.1f} GiB (this machine allows "
-                         f"{limit / 2 ** 30:.1f} GiB): {advice}")
 
 
 class DesignSolver:

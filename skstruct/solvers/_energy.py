@@ -18,6 +18,7 @@ epoch / outer iteration per :meth:`epoch` call.
 import numpy as np
 
 from .._core import segment_sum
+from .._core._validation import check_memory
 from ..inference import bethe_project
 from ._crf import CRFObjective, fit_lbfgs, random_blocks
 
@@ -125,6 +126,12 @@ class Alternating:
         if project.energy.uses_edges:
             raise ValueError("learning='alternating' supports energies on node marginals "
                              "only; use learning='stochastic' for an energy with A_edge")
+        # the surrogate keeps one (n_nodes, K) gradient direction per term
+        J = project.energy.n_terms
+        check_memory(8 * J * obj.N * obj.K,
+                     f"learning='alternating' with {J} energy terms on {obj.N} nodes and "
+                     f"{obj.K} classes", "use learning='stochastic' (which keeps no "
+                     "per-term arrays) or an energy with fewer terms")
         self.obj, self.Phi, self.V, self.w = obj, Phi, V, w
         self.C, self.C_energy, self.fit_theta, self.project = C, C_energy, fit_theta, project
 

@@ -16,6 +16,7 @@ from numba import prange
 from .._core import n_chunks
 from .._core._decoders import TREE, VITERBI
 from .._core._jit import pjit
+from .._core._validation import check_memory
 from ..inference._primal_dual import _node_belief, _soft, _soft_belief, pd_objective, pd_sweeps
 from ..models._kernels import potentials
 
@@ -242,6 +243,12 @@ class PrimalDual:
         b = design.batch
         F, Kp, EF, K = (design.n_features_total, design.n_columns, design.n_edge_features,
                         design.n_classes)
+        if not design.tied:
+            # per-edge tables and beliefs: two (E, K, K)
+            check_memory(2 * 8 * b.n_edges * K * K,
+                         f"the per-edge ({K}, {K}) tables of {b.n_edges} edges",
+                         "edge features give every edge its own table; drop them, merge "
+                         "classes, or fit on fewer samples at a time")
         self.W = np.zeros((F, Kp))
         self.P = np.zeros((EF, K, K))
         self.lam = np.zeros((2 * b.n_edges, K))

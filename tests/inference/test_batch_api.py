@@ -19,6 +19,11 @@ from skstruct.inference import (
 from tests.brute import brute_force, close_or_both_neginf, score_of
 from tests.strategies import models
 
+# random models with -inf scores are often infeasible on purpose; the warning
+# itself is tested in test_reporting.py
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::skstruct.inference.InfeasibilityWarning")
+
 
 def _pack(samples):
     """Stack single-graph models (sharing K) into one batch with per-edge pairwise."""

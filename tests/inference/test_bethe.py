@@ -9,6 +9,11 @@ from scipy.optimize import minimize
 from skstruct.energies import LinearMeasurements, NearestStatistic, PoissonCounts
 from skstruct.inference import GraphBatch, bethe_entropy, bethe_project, marginals_batch
 
+# random models with -inf scores are often infeasible on purpose; the warning
+# itself is tested in test_reporting.py
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::skstruct.inference.InfeasibilityWarning")
+
 
 def _brute_optimum(batch, unary, P, energy, psi, K, seed=0):
     """min over joint distributions q of -E_q[score] - H(q) + L(mu(q)), one graph;

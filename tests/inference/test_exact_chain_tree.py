@@ -15,6 +15,11 @@ from skstruct.inference import (
 from tests.brute import brute_force, close_or_both_neginf, score_of
 from tests.strategies import models
 
+# random models with -inf scores are often infeasible on purpose; the warning
+# itself is tested in test_reporting.py
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::skstruct.inference.InfeasibilityWarning")
+
 SETTINGS = settings(max_examples=150, deadline=None)
 
 

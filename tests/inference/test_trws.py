@@ -22,7 +22,7 @@ from tests.inference.kernel_cases import (
 # ---------------------------------------------------------------- runners
 
 
-def run_trws(batch, adj, max_iter=300, tol=1e-12, messages=None):
+def run_trws(batch, adj, max_iter=300, tol=1e-12, messages=None, window=1, relative=True):
     n_nodes, n_labels = batch[3].shape
     n_samples = len(batch[0]) - 1
     if messages is None:
@@ -30,7 +30,14 @@ def run_trws(batch, adj, max_iter=300, tol=1e-12, messages=None):
     labels = np.full(n_nodes, -1, np.int64)
     bound = np.full(n_samples, np.nan)
     n_iter = np.full(n_samples, -1, np.int64)
-    trws_batch(*batch, *adj, messages, max_iter, tol, labels, bound, n_iter)
+    converged = np.zeros(n_samples, bool)
+    score = np.full(n_samples, np.nan)
+    trws_batch(*batch, *adj, messages, max_iter, tol, window, relative, labels, bound, n_iter,
+               converged, score)
+    # the reported score is the returned labelling's
+    np.testing.assert_allclose(score, scores_of(batch, labels), rtol=1e-12, atol=1e-12)
+    # a sample that used its whole budget may still have met a stopping rule
+    assert converged[n_iter < max_iter].all()
     return messages, labels, bound, n_iter
 
 
