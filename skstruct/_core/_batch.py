@@ -33,9 +33,7 @@ class GraphBatch:
     @classmethod
     def from_chains(cls, lengths):
         """Batch of chains of the given lengths (edges ``(t, t + 1)``)."""
-        lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
-        if np.any(lengths < 0):
-            raise ValueError("chain lengths must be >= 0")
+        lengths = _counts(lengths, "chain lengths")
         node_offsets = np.zeros(lengths.shape[0] + 1, np.int64)
         np.cumsum(lengths, out=node_offsets[1:])
         n_trans = np.maximum(lengths - 1, 0)
@@ -58,12 +56,10 @@ class GraphBatch:
         a sample; a ``ValueError`` names the sample.  ``validate=False`` is
         for callers that have checked them already (the sample packing).
         """
-        n_nodes = np.asarray(n_nodes, dtype=np.int64).reshape(-1)
         if validate:
             from ._validation import check_edges
 
-            if np.any(n_nodes < 0):
-                raise ValueError("node counts must be >= 0")
+            n_nodes = _counts(n_nodes, "node counts")
             if len(edges) != n_nodes.shape[0]:
                 raise ValueError(f"{n_nodes.shape[0]} node counts but {len(edges)} edge arrays")
             checked = []
@@ -73,6 +69,8 @@ class GraphBatch:
                 except ValueError as exc:
                     raise ValueError(f"sample {s}: {exc}") from None
             edges = checked
+        else:
+            n_nodes = np.asarray(n_nodes, dtype=np.int64).reshape(-1)
         node_offsets = np.zeros(n_nodes.shape[0] + 1, np.int64)
         np.cumsum(n_nodes, out=node_offsets[1:])
         n_edges = np.array([len(e) for e in edges], dtype=np.int64)
@@ -201,6 +199,20 @@ class GraphBatch:
                 f"n_edges={self.n_edges})")
 
 
+def _counts(counts, name):
+    """Per-sample counts as int64, refusing what is not a non-negative integer
+    (a float such as 2.7 would otherwise be truncated without a word)."""
+    c = np.asarray(counts)
+    if c.dtype == object or c.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be integers >= 0, got dtype {c.dtype}")
+    c = c.reshape(-1)
+    bad = ~np.isfinite(c) | (c < 0) | (np.mod(c, 1) != 0) if c.dtype.kind == "f" else c < 0
+    if bad.any():
+        s = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name} must be integers >= 0; sample {s} has {c[s].item()!r}")
+    return c.astype(np.int64)
+
+
 def _ranges(starts, counts, offsets):
     """Concatenated ``arange(starts[i], starts[i] + counts[i])``; ``offsets`` are the
     cumulative counts (length ``len(counts) + 1``)."""
@@ -208,8 +220,16 @@ def _ranges(starts, counts, offsets):
 
 
 def segment_sum(a, offsets):
-    """Sums of the rows of ``a`` over ``offsets[s]:offsets[s + 1]`` (empty runs give 0)."""
+    """Sums of the rows of ``a`` over ``offsets[s]:offsets[s + 1]`` (empty runs give 0).
+
+    Each run is summed on its own (``np.add.reduceat`` over the non-empty
+    runs): differences of one running sum would let an infinity, or a large
+    value's rounding, spill into every later run.
+    """
     a = np.asarray(a, np.float64)
-    c = np.zeros((a.shape[0] + 1,) + a.shape[1:])
-    np.cumsum(a, axis=0, out=c[1:])
-    return c[offsets[1:]] - c[offsets[:-1]]
+    offsets = np.asarray(offsets, np.int64)
+    out = np.zeros((offsets.shape[0] - 1,) + a.shape[1:])
+    full = np.flatnonzero(offsets[1:] > offsets[:-1])
+    if full.size:
+        out[full] = np.add.reduceat(a[:offsets[-1]], offsets[full], axis=0)
+    return out

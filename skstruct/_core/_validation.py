@@ -72,16 +72,18 @@ def check_edges(edges, n_nodes, name="edges"):
         return np.zeros((0, 2), np.int64)
     if edges.ndim != 2 or edges.shape[1] != 2:
         raise ValueError(f"{name} must have shape (n_edges, 2), got {edges.shape}")
-    if edges.dtype.kind not in "iu":
-        if edges.dtype.kind == "f" and np.all(np.mod(edges, 1) == 0):
-            edges = edges.astype(np.int64)
-        else:
-            raise ValueError(f"{name} must hold integer node indices, got dtype {edges.dtype}")
-    edges = np.ascontiguousarray(edges, dtype=np.int64)
-    if edges.min() < 0 or edges.max() >= n_nodes:
-        bad = np.flatnonzero((edges < 0).any(1) | (edges >= n_nodes).any(1))[0]
+    integral = edges.dtype.kind in "iu" or (
+        edges.dtype.kind == "f" and np.isfinite(edges).all() and np.all(np.mod(edges, 1) == 0))
+    if not integral:
+        raise ValueError(f"{name} must hold integer node indices, got dtype {edges.dtype}"
+                         + (" with non-integral values" if edges.dtype.kind == "f" else ""))
+    # the range is checked on the values given, before any cast could wrap them
+    out = (edges < 0) | (edges >= n_nodes)
+    if out.any():
+        bad = np.flatnonzero(out.any(1))[0]
         raise ValueError(f"{name}[{bad}] = {edges[bad].tolist()} is out of range for a graph "
                          f"with {n_nodes} nodes")
+    edges = np.ascontiguousarray(edges, dtype=np.int64)
     loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
     if loops.size:
         raise ValueError(f"{name}[{loops[0]}] = {edges[loops[0]].tolist()} is a self-loop")
@@ -111,11 +113,18 @@ def check_pairwise(pairwise, n_states, n_edges, pw_index=None):
             raise ValueError(f"pairwise holds {pairwise.shape[0]} matrices for {n_edges} edges: "
                              "give one matrix, one per edge, or a pw_index")
     else:
-        pw_index = np.ascontiguousarray(pw_index, dtype=np.int64).reshape(-1)
-        if pw_index.shape[0] != n_edges:
-            raise ValueError(f"pw_index has {pw_index.shape[0]} entries for {n_edges} edges")
-        if n_edges and (pw_index.min() < 0 or pw_index.max() >= pairwise.shape[0]):
-            raise ValueError("pw_index refers to a pairwise matrix that does not exist")
+        pw = np.asarray(pw_index)
+        if pw.dtype.kind not in "iu":
+            raise ValueError(f"pw_index must hold integer matrix indices, got dtype {pw.dtype}")
+        pw = pw.reshape(-1)
+        if pw.shape[0] != n_edges:
+            raise ValueError(f"pw_index has {pw.shape[0]} entries for {n_edges} edges")
+        out = (pw < 0) | (pw >= pairwise.shape[0])
+        if out.any():
+            e = int(np.flatnonzero(out)[0])
+            raise ValueError(f"pw_index[{e}] = {pw[e]} refers to a pairwise matrix that does "
+                             f"not exist (there are {pairwise.shape[0]})")
+        pw_index = np.ascontiguousarray(pw, dtype=np.int64)
     return pairwise, pw_index
 
 

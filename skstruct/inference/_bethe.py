@@ -212,6 +212,7 @@ def bethe_project(unary, pairwise, energy, *, batch=None, pw_index=None, psi=1.0
     elif pw_index is None and pairwise.shape[0] == batch.n_edges:
         pw_index = np.arange(batch.n_edges, dtype=np.int64)
     unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
+    _check_energy(energy, unary.shape[1])
     bad = np.flatnonzero(~batch.is_forest)
     if bad.size:
         raise ValueError(f"sample {bad[0]} has a cycle: Bethe projections need chains or "
@@ -262,8 +263,9 @@ class _Problem:
         if theta_e is None:
             tables, idx = self.pairwise, self.pw_index
         else:
-            tables, idx = theta_e, np.arange(self.batch.n_edges, dtype=np.int64)
-        return marginals_batch(self.batch, theta_v, tables, idx,
+            tables = _saturate(theta_e, self.batch.n_edges)
+            idx = np.arange(self.batch.n_edges, dtype=np.int64)
+        return marginals_batch(self.batch, _saturate(theta_v, self.batch.n_nodes), tables, idx,
                                edge_marginals="full" if self.want_edges else None,
                                n_jobs=self.n_jobs)
 
@@ -452,6 +454,34 @@ def _project(batch, unary, pairwise, pw_index, energy, psi, method, max_iter, to
 # replica nodes per batched run of _project_pieces: bounds its memory (about ten (N, K)
 # arrays of this many rows) whatever the number of samples
 PIECE_NODES = 1 << 20
+
+
+def _check_energy(energy, K):
+    """An energy object fitted for ``K`` states (the layer below energies
+    cannot import them, so the protocol is checked by its methods)."""
+    if not all(hasattr(energy, m) for m in ("value", "grad", "n_terms", "uses_edges")):
+        raise TypeError(f"energy must be a fitted energy from skstruct.energies, got "
+                        f"{type(energy).__name__}")
+    if hasattr(energy, "_check_fitted"):
+        energy._check_fitted()
+    fitted_k = getattr(energy, "n_classes_", K)
+    if fitted_k != K:
+        raise ValueError(f"energy was fitted for {fitted_k} classes but unary has {K} states")
+
+
+def _saturate(theta, n):
+    """``theta`` with finite entries clipped to ``+-0.4e300 / n`` (``-inf`` kept).
+
+    An energy's gradient can blow up as a marginal nears 0 (a Poisson
+    count's ``y / mu``); potentials that large are already certainties, and
+    clipping them keeps every labelling's score summable without overflow.
+    """
+    cap = 0.4e300 / max(n, 1)
+    if np.all(np.abs(theta[np.isfinite(theta)]) <= cap):
+        return theta
+    out = np.minimum(theta, cap)
+    out[(out < -cap) & np.isfinite(out)] = -cap
+    return out
 
 
 def _project_pieces(batch, unary, pairwise, pw_index, energy, psi, n_pieces, method, max_iter,
