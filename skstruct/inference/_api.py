@@ -83,6 +83,12 @@ def _check_batch(batch, unary, pairwise, pw_index):
 
 
 def _largest_finite(a):
+    if a.size == 0:
+        return 0.0
+    # two reductions without a temporary; the masked copy only with -inf present
+    m = max(float(a.max()), -float(a.min()))
+    if np.isfinite(m):
+        return m
     finite = a[np.isfinite(a)]
     return float(np.abs(finite).max()) if finite.size else 0.0
 
