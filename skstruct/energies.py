@@ -35,6 +35,41 @@ from ._core import check_psi, segment_sum
 __all__ = ["Energy", "LinearMeasurements", "NearestStatistic", "PoissonCounts", "segment_sum"]
 
 
+def _real_array(value, name):
+    """``value`` as a float64 array, refusing what a cast would silently mangle."""
+    a = np.asarray(value)
+    # astype(float64) drops imaginary parts (only a warning) and parses numeric strings
+    if a.dtype.kind in "cSUV" or (a.dtype.kind == "O" and any(
+            isinstance(v, (complex, np.complexfloating, str, bytes)) for v in a.flat)):
+        raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    try:
+        return a.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}") from exc
+
+
+def _check_codes(y, batch, n_classes):
+    """Training labels ``y`` as int64 codes in ``0..n_classes-1``, one per node."""
+    y = np.asarray(y)
+    if y.shape != (batch.n_nodes,):
+        raise ValueError(f"y must have shape ({batch.n_nodes},), one label per node of the "
+                         f"batch, got shape {y.shape}")
+    K = int(n_classes)
+    if y.dtype.kind not in "biuf":
+        raise TypeError(f"y must hold integer labels in 0..{K - 1}, got dtype {y.dtype}")
+    if y.dtype.kind == "f":
+        # a cast to int64 would truncate 0.5 to 0 (and NaN to anything)
+        bad = ~(np.isfinite(y) & (y == np.round(y)))
+        if bad.any():
+            raise ValueError(f"y must hold integer labels in 0..{K - 1}, got {y[bad][0]} "
+                             f"(node {int(np.flatnonzero(bad)[0])})")
+    codes = y.astype(np.int64)
+    # a label >= K would index out of range, a negative one wrap around
+    bad = (codes < 0) | (codes >= K)
+    if bad.any():
+        raise ValueError(f"y must hold labels in 0..{K - 1}, got {codes[bad][0]} (node "
+                         f"{int(np.flatnonzero(bad)[0])})")
+    return codes
 
 
 class Energy(BaseEstimator):
@@ -139,16 +174,16 @@ class LinearMeasurements(Energy):
         return self.A_edge is not None
 
     def fit(self, y, batch, n_classes):
-        A = np.asarray(self.A, dtype=np.float64)
+        A = _real_array(self.A, "A")
         if A.ndim != 2 or A.shape[1] != n_classes:
             raise ValueError(f"A must have shape (n_terms, {n_classes}), got {A.shape}")
         J = A.shape[0]
-        b = np.zeros(J) if self.b is None else np.asarray(self.b, np.float64).reshape(-1)
+        b = np.zeros(J) if self.b is None else _real_array(self.b, "b").reshape(-1)
         if b.shape != (J,):
             raise ValueError(f"b must have shape ({J},), got {b.shape}")
         Ae = None
         if self.A_edge is not None:
-            Ae = np.asarray(self.A_edge, np.float64)
+            Ae = _real_array(self.A_edge, "A_edge")
             if Ae.shape != (J, n_classes, n_classes):
                 raise ValueError(f"A_edge must have shape ({J}, {n_classes}, {n_classes}), "
                                  f"got {Ae.shape}")
@@ -255,7 +290,7 @@ class NearestStatistic(Energy):
         if self.statistic not in ("unigram", "marginals"):
             raise ValueError(f"statistic must be 'unigram' or 'marginals', got "
                              f"{self.statistic!r}")
-        y = np.asarray(y, np.int64)
+        y = _check_codes(y, batch, n_classes)
         off = batch.node_offsets
         lengths = batch.lengths
         K = int(n_classes)
@@ -479,8 +514,8 @@ class PoissonCounts(Energy):
     def fit(self, y=None, batch=None, n_classes=None):
         c = self.counts
         if isinstance(c, (list, tuple)):
-            c = np.concatenate([np.asarray(a, np.float64).reshape(len(a), -1) for a in c])
-        c = np.asarray(c, np.float64)
+            c = np.concatenate([_real_array(a, "counts").reshape(len(a), -1) for a in c])
+        c = _real_array(c, "counts")
         if c.ndim != 2:
             raise ValueError(f"counts must be 2-D (n_nodes, n_classes), got shape {c.shape}")
         if not np.all(np.isfinite(c)) or np.any(c < 0):

@@ -275,6 +275,8 @@ def segments(tags, scheme="auto"):
     ValueError
         On an unknown scheme, or a tag that is not a string of the form
         ``PREFIX-TYPE`` or ``O`` with a prefix allowed by the scheme.
+    TypeError
+        If ``tags`` is not a sequence (e.g. None, a number or a single str).
 
     Examples
     --------
@@ -282,6 +284,9 @@ def segments(tags, scheme="auto"):
     [('NP', 0, 2), ('VP', 3, 4), ('VP', 4, 5)]
     """
     _check_scheme(scheme)
+    # a str would iterate as one-letter tags; None or a number not at all
+    if isinstance(tags, (str, bytes)) or not hasattr(tags, "__iter__"):
+        raise TypeError(f"tags must be a sequence of str tags, got {type(tags).__name__}")
     return _segments(list(tags), scheme, "tags")
 
 
