@@ -8,7 +8,13 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import StructuredEstimatorMixin, _set_n_features_in, loss_weights, resolve_model
+from ._base import (
+    C_RANGE,
+    StructuredEstimatorMixin,
+    _set_n_features_in,
+    loss_weights,
+    resolve_model,
+)
 from ._core import n_threads
 from ._core._params import Interval, Options, validate_params
 from .models import StructuredModel
@@ -49,7 +55,8 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         Exponent of the regulariser (> 1); its gradient is
         ``|theta|^(p-1) sign(theta)``.
     C : float, default=1.0
-        Weight of the data term.
+        Weight of the data term, between ``1e-100`` and ``1e100`` (beyond,
+        the gradients overflow).
     counting_numbers : {"bethe", "convex", "trw"}, (float, float) or callable, \
             default="bethe"
         Entropy approximation.  ``"bethe"``: ``c_edge = 1``, ``c_node = 1 -
@@ -137,7 +144,7 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
     _parameter_constraints = {
         "epsilon": [Interval(Real, 0)],
         "p": [Interval(Real, 1, None, closed="neither")],
-        "C": [Interval(Real, 0, None, closed="neither")],
+        "C": [Interval(Real, *C_RANGE)],
         "counting_numbers": [Options(*_COUNTING), tuple, callable],
         "loss": [Options("hamming", None)],
         "class_weight": [None, Options("balanced"), dict],
@@ -265,6 +272,11 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
             marginals).
         """
         check_is_fitted(self, "coef_")
+        # the sweep kernel is compiled for an integer count: anything else would fail
+        # inside numba, or loop a negative / fractional number of times silently
+        if (not isinstance(n_sweeps, Integral) or isinstance(n_sweeps, bool)
+                or n_sweeps < 1):
+            raise ValueError(f"n_sweeps must be a positive integer, got {n_sweeps!r}")
         if self.epsilon == 0:
             raise ValueError("predict_marginals needs epsilon > 0")
         from .solvers._primal_dual import PrimalDual, counting_numbers

@@ -10,6 +10,11 @@ from ._core import n_threads
 from ._core._packing import check_sequence
 from .models import StructuredModel, auto_model
 
+# the range of C (and C_energy) the learners accept: beyond it the weights or the
+# gradients, scaled by C, overflow their squared norms to inf (or underflow them to 0,
+# which breaks L-BFGS's first step), and no problem needs such a C
+C_RANGE = (1e-100, 1e100)
+
 
 def resolve_model(model, X, y, batched_only=False):
     """A fitted clone of ``model`` (``"auto"`` picks one from the data).

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import StructuredEstimatorMixin, _set_n_features_in, resolve_model
+from ._base import C_RANGE, StructuredEstimatorMixin, _set_n_features_in, resolve_model
 from ._core import n_threads
 from ._core._decoders import TREE, VITERBI
 from ._core._params import Interval, Options, validate_params
@@ -62,7 +62,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     C : float, default=1.0
         Inverse regularisation: the base CRF minimises ``C * sum_i -log
         p(y_i | x_i) + ||w||^2 / 2``.  crfsuite's L-BFGS minimises ``-loglik
-        + c2 ||w||^2``, the same minimiser at ``C = 1 / (2 c2)``.
+        + c2 ||w||^2``, the same minimiser at ``C = 1 / (2 c2)``.  Between
+        ``1e-100`` and ``1e100`` (beyond, L-BFGS's steps overflow or underflow).
     solver : {"lbfgs", "sgd"}, default="lbfgs"
         Base CRF training: scipy's L-BFGS-B on the whole objective, or
         AdaGrad steps on mini-batches of ``batch_size`` samples.
@@ -121,7 +122,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     fit_theta : bool, default=False
         Also update the CRF weights while learning the energy.
     C_energy : float, default=None
-        Inverse L2 regularisation of the energy's weights (``None``: ``C``).
+        Inverse L2 regularisation of the energy's weights (``None``: ``C``),
+        in the range of ``C``.
     n_jobs : int, default=None
         Threads of the compiled kernels.
     random_state : int, RandomState or None, default=None
@@ -171,7 +173,7 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
 
     _parameter_constraints = {
         "model": [Options("auto"), StructuredModel],
-        "C": [Interval(Real, 0, None, closed="neither")],
+        "C": [Interval(Real, *C_RANGE)],
         "solver": [Options(*_SOLVERS)],
         "max_iter": [Interval(Integral, 1)],
         "tol": [Interval(Real, 0)],
@@ -191,7 +193,7 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 1)],
         "fit_theta": ["boolean"],
-        "C_energy": [None, Interval(Real, 0, None, closed="neither")],
+        "C_energy": [None, Interval(Real, *C_RANGE)],
         "n_jobs": [None, Interval(Integral)],
         "random_state": ["random_state"],
         "verbose": [Interval(Integral, 0), "boolean"],
@@ -353,7 +355,15 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
                 gamma = 1.0 / (Xn.shape[1] * var) if var > 0 else 1.0
             self.mean_map_ = RBFSampler(gamma=gamma, n_components=self.n_components,
                                         random_state=self._rff_seed).fit(Xn)
-        Z = self.mean_map_.transform(Xn)
+        if Xn.shape[0]:
+            Z = self.mean_map_.transform(Xn)
+        else:
+            # a batch of empty samples: RBFSampler refuses an array of 0 rows
+            Z = np.zeros((0, self.mean_map_.n_components))
+        if Z.shape[0] != b.n_nodes:
+            # multi-label designs store one feature row per sample, shared by its
+            # nodes (``xrow``): the mean over the nodes is that row's map
+            Z = Z[design.xrow]
         lengths = np.maximum(b.lengths, 1)
         M = segment_sum(Z, b.node_offsets) / lengths[:, None]
         return np.hstack([np.ones((S, 1)), M])
@@ -442,7 +452,9 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         Returns
         -------
         list of arrays (n_nodes_i, n_classes), columns in the order of
-        ``classes_``.
+        ``classes_``.  For :class:`~skstruct.models.MultiLabelModel` an array
+        ``(n_labels, 2)`` per sample (off, on); for
+        :class:`~skstruct.models.MulticlassModel` ``(1, n_classes)``.
         """
         from .inference import marginals_batch
 
@@ -452,7 +464,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
                 node = marginals_batch(design.batch, u, t, i, edge_marginals=None)[0]
             else:
                 node = proj.node_marginals
-        return packed.split(node)
+        # by the design's offsets: tabular models' ``packed`` is the bare array X
+        return np.split(node, design.batch.node_offsets[1:-1])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

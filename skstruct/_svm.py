@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
 from ._base import (
+    C_RANGE,
     StructuredEstimatorMixin,
     _set_n_features_in,
     loss_weights,
@@ -35,7 +36,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     Parameters
     ----------
     C : float, default=1.0
-        Weight of the hinge losses (larger: less regularisation).
+        Weight of the hinge losses (larger: less regularisation), between
+        ``1e-100`` and ``1e100`` (beyond, the weights overflow).
     model : "auto" or a StructuredModel, default="auto"
         The joint feature map: a built-in model of :mod:`skstruct.models`
         (trained by compiled passes over the whole batch), or any
@@ -157,7 +159,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "C": [Interval(Real, 0, None, closed="neither")],
+        "C": [Interval(Real, *C_RANGE)],
         "model": [Options("auto"), StructuredModel],
         "solver": [Options(*_SOLVERS)],
         "surrogate": [Options(*_SURROGATES)],

@@ -116,6 +116,8 @@ def test_empty_sample_is_allowed_and_all_empty_has_no_classes():
 
 def test_mixed_label_types_raise():
     p = pack_X(chains([1, 1]))
-    labels = check_y([np.array(["a"], object), np.array([1], object)], p)
+    # object arrays of different label types are refused naming the sample
+    with pytest.raises(ValueError, match="sample 1 has number labels but sample 0 has string"):
+        check_y([np.array(["a"], object), np.array([1], object)], p)
     with pytest.raises(ValueError, match="one comparable type"):
-        fit_classes(labels)
+        fit_classes(np.array(["a", 1], object))

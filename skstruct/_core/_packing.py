@@ -72,14 +72,21 @@ def _check_magnitude(data, i, what):
                          "NodeTransformer(StandardScaler()))")
 
 
+def refuse_complex(f, i, what):
+    """Raise a ``ValueError`` naming sample ``i`` if ``f`` (an array or sparse
+    matrix) holds complex numbers: a float conversion would drop their
+    imaginary parts with a mere warning."""
+    if getattr(f, "dtype", None) is not None and f.dtype.kind == "c":
+        raise ValueError(f"sample {i}: {what} are complex numbers; give real features (e.g. "
+                         "the real and imaginary parts as separate columns)")
+
+
 def _check_features(f, i, what):
     if _is_dicts(f):
         raise ValueError(f"sample {i}: {what} are dicts (feature names to values); vectorise "
                          "them first, e.g. make_pipeline(NodeTransformer(DictVectorizer()), "
                          "estimator)")
-    if getattr(f, "dtype", None) is not None and f.dtype.kind == "c":
-        raise ValueError(f"sample {i}: {what} are complex numbers; give real features (e.g. "
-                         "the real and imaginary parts as separate columns)")
+    refuse_complex(f, i, what)
     if sp.issparse(f):
         f = sp.csr_matrix(f, dtype=np.float64)
         if f.ndim != 2:
@@ -252,6 +259,11 @@ def check_y(y, packed):
     kind0 = None
     for i, yi in enumerate(y):
         a = np.asarray(yi) if isinstance(yi, np.ndarray) else np.asarray(yi, dtype=object)
+        if a.ndim == 0:
+            # a scalar (or None) per sample: y given as one label per sample (e.g. a 3-D X
+            # read as chains, or a multiclass y with a list of chains)
+            raise ValueError(f"sample {i}: labels must be an array of one label per node, got "
+                             f"{type(yi).__name__} {yi!r}")
         try:
             kind = _label_kind(a)
         except ValueError as exc:
@@ -259,8 +271,8 @@ def check_y(y, packed):
         if a.dtype == object and not isinstance(yi, np.ndarray):
             a = np.asarray(yi)
         # numpy would silently turn numbers into strings when concatenating samples of
-        # both kinds; object arrays stay objects and fit_classes refuses the mix
-        if a.dtype != object and a.ndim == 1 and a.shape[0]:
+        # both kinds; object arrays would stay objects and fail later without naming a sample
+        if a.ndim == 1 and a.shape[0]:
             if kind0 is None:
                 kind0 = (kind, i)
             elif kind != kind0[0]:

@@ -22,6 +22,7 @@ so ``get_params``/``set_params``/``clone`` work and ``GridSearchCV`` can tune
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 from .._core._packing import encode_labels, fit_classes
 from .._core._params import Options, validate_params
@@ -164,8 +165,13 @@ class DesignModel(StructuredModel):
         return all(_owner(type(self), name).__module__.startswith("skstruct.")
                    for name in PROTOCOL)
 
+    def _check_fitted(self):
+        # every protocol call reads what ``fit`` learned (feature counts, classes, shapes)
+        check_is_fitted(self, "param_shapes_")
+
     def design(self, X, y=None):
         """Pack ``X`` (and encode ``y``) into a :class:`Design`."""
+        self._check_fitted()
         packed = self._pack(X, fitting=False)
         d = self._design(packed)
         if y is not None:
@@ -180,15 +186,24 @@ class DesignModel(StructuredModel):
     # --- the protocol, through the batched kernels -------------------------
     @property
     def size_joint_feature(self):
+        self._check_fitted()
         F, Kp, EF, K = self.param_shapes_
         return F * Kp + EF * K * K
 
     def split_weights(self, w):
         """``(W (F, Kp), P (EF, K, K))`` views of a flat weight vector."""
+        self._check_fitted()
         F, Kp, EF, K = self.param_shapes_
-        w = np.asarray(w, dtype=np.float64)
+        try:
+            w = np.asarray(w, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"w must be a numeric vector ({exc})") from None
         if w.shape != (F * Kp + EF * K * K,):
             raise ValueError(f"w must have shape ({F * Kp + EF * K * K},), got {w.shape}")
+        # a NaN or infinite weight makes every score NaN/inf: the decoders would
+        # return an arbitrary labelling instead of failing
+        if not np.all(np.isfinite(w)):
+            raise ValueError("w contains NaN or infinite values")
         return w[:F * Kp].reshape(F, Kp), w[F * Kp:].reshape(EF, K, K)
 
     def _sample_design(self, x, y=None):
@@ -199,6 +214,7 @@ class DesignModel(StructuredModel):
 
     def joint_feature(self, x, y):
         """``phi(x, y)`` in the layout of the estimators' ``coef_``."""
+        self._check_fitted()
         d, _ = self._sample_design(x, y)
         F, Kp, EF, K = self.param_shapes_
         X = d.features

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 from .._core import GraphBatch, check_edges
-from .._core._packing import check_y, pack_X
+from .._core._packing import check_y, pack_X, refuse_complex
 from .._core._params import Options
 from ._base import DesignModel
 from ._design import tied_edges
@@ -150,13 +150,19 @@ def _check_2d(X, name="X"):
         raise ValueError(f"{name} must be a 2-D array (n_samples, n_features) for this model, "
                          "got a list of graph samples")
     if sp.issparse(X):
+        _refuse_complex_rows(X)
         X = sp.csr_matrix(X, dtype=np.float64)
         data = X.data
     else:
         try:
-            X = np.asarray(X, dtype=np.float64)
+            raw = X if isinstance(X, np.ndarray) else np.asarray(X)
+            complex_ = raw.dtype.kind == "c"
+            if not complex_:
+                X = np.asarray(raw, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{name} must be a numeric 2-D array ({exc})") from None
+        if complex_:
+            _refuse_complex_rows(raw)
         data = X
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}")
@@ -168,9 +174,43 @@ def _check_2d(X, name="X"):
     return X
 
 
+def _refuse_complex_rows(X):
+    """Refuse complex features as chain samples do, naming the first row (sample)
+    with an imaginary part."""
+    if getattr(X, "dtype", None) is None or X.dtype.kind != "c":
+        return
+    imag = X.imag if sp.issparse(X) else np.imag(X)
+    rows = np.flatnonzero((abs(imag) > 0).sum(axis=1)) if np.ndim(imag) == 2 else []
+    refuse_complex(X, int(rows[0]) if len(rows) else 0, "features")
+
+
 def chow_liu_tree(Y):
-    """Edges of the maximum-mutual-information spanning tree over the columns of ``Y``."""
-    Y = np.asarray(Y, dtype=bool)
+    """Edges of the maximum-mutual-information spanning tree over the columns of ``Y``.
+
+    Parameters
+    ----------
+    Y : array of shape (n_samples, n_labels)
+        Binary label matrix, values 0/1 or bool.
+
+    Returns
+    -------
+    edges : ndarray of shape (n_labels - 1, 2)
+        Tree edges ``(a, b)`` with ``a < b``, sorted.
+    """
+    Y = np.asarray(Y)
+    if Y.ndim != 2:
+        raise ValueError(f"Y must be a 2-D binary label matrix (n_samples, n_labels), got "
+                         f"shape {Y.shape}")
+    # casting to bool would read NaN, 2 or any non-empty string as True
+    if Y.dtype.kind != "b":
+        if Y.dtype.kind not in "iuf":
+            raise ValueError(f"Y must be a binary label matrix with values 0/1 or bool, got "
+                             f"dtype {Y.dtype}")
+        bad = ~np.isin(Y, (0, 1))
+        if bad.any():
+            raise ValueError(f"Y must be a binary label matrix with values 0/1 or bool, got "
+                             f"{Y[bad][0]}")
+    Y = Y.astype(bool)
     n, L = Y.shape
     mi = np.zeros((L, L))
     eps = 1e-12
@@ -325,6 +365,10 @@ class MulticlassModel(_TabularModel):
             raise ValueError(f"y must be 1-D for MulticlassModel, got shape {y.shape}")
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}")
+        # NaN would otherwise become a class of its own (and never equal itself)
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            i = int(np.flatnonzero(~np.isfinite(y))[0])
+            raise ValueError(f"sample {i}: labels contain NaN or infinite values")
         return y
 
     def _design(self, X):

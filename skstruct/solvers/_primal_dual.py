@@ -328,7 +328,10 @@ class PrimalDual:
 
     def _reg(self, W, P):
         p = float(self.p)
-        return (np.sum(np.abs(W) ** p) + np.sum(np.abs(P) ** p)) / p
+        # with a large p, |w| ** p overflows as soon as a trial step takes a weight much
+        # past 1: the regulariser is then +inf and the line search rejects the trial
+        with np.errstate(over="ignore"):
+            return (np.sum(np.abs(W) ** p) + np.sum(np.abs(P) ** p)) / p
 
     def value(self, W, P, lam):
         if self._cache is not None and self._cache[0] is W and self._cache[1] is P:
