@@ -4,7 +4,7 @@ Run: ``python benchmarks/bench_approx_ocr.py [--C 1.0] [--budget 180] [--max-ite
 [--target 1e-4] [--C-small 0.1] [--small 0.01:convex,0.05:convex] [--small-budget 150]
 [--write-doc]`` (about 10 minutes with the defaults on 2 cores).
 
-The bar of the issue, on the OCR letters trained on fold 1 (704 words) and tested on the
+The target, on the OCR letters trained on fold 1 (704 words) and tested on the
 other nine folds (6173 words), letter (Hamming) accuracy:
 
 1. ``ApproxStructuredPredictor(epsilon=1, counting_numbers="bethe", loss=None)`` reaches the

@@ -1,6 +1,6 @@
 """CoNLL-2000 chunking: skstruct's plain CRF against python-crfsuite's L-BFGS.
 
-Same data (``../shared/data/conll2000``, 8936 training and 2012 test
+Same data (the CoNLL-2000 chunking files, 8936 training and 2012 test
 sentences), same features (the sklearn-crfsuite tutorial's feature dicts from
 :func:`skstruct.datasets.conll_features`, vectorised by ``DictVectorizer`` for
 skstruct and encoded identically for crfsuite: see ``benchmarks/_crfsuite.py``),

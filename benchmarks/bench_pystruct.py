@@ -31,7 +31,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 VENV = os.path.join(HERE, ".pystruct-venv")
 
-# one row per bar of the issue; pystruct's settings are those of its examples
+# one row per target; pystruct's settings are those of its examples
 ROWS = {
     "ocr": dict(
         title="OCR letters, train fold 1 / test folds 0,2-9, C = 0.1, 200 passes",

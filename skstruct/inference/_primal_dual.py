@@ -1,8 +1,8 @@
 """Hazan & Urtasun's approximated structured prediction: messages and objective.
 
 Hazan & Urtasun, "A Primal-Dual Message-Passing Algorithm for Approximated
-Large Scale Structured Prediction", NIPS 2010 (proofs in
-``../shared/papers/000_*``).  For one sample with node potentials
+Large Scale Structured Prediction", NIPS 2010 (and its supplementary
+proofs).  For one sample with node potentials
 ``theta_v`` (N, K) (the model's scores plus the loss ``e_y``) and edge
 tables ``pairwise[pw_index[e]]`` (label of ``edges[e, 0]`` first), with
 counting numbers ``c_node`` (N,) and ``c_edge`` (E,) and temperature
