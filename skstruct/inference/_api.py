@@ -168,7 +168,9 @@ def _report(n_iter, converged, method, max_iter, tol, return_info, feasible=None
 
 def _has_constraints(unary, pairwise):
     """Whether any score is ``-inf``: only then can a sample be infeasible."""
-    return bool(np.isneginf(unary).any() or np.isneginf(pairwise).any())
+    # a reduction rather than a boolean temporary of the arrays' size
+    return bool((unary.size and unary.min() == -np.inf)
+                or (pairwise.size and pairwise.min() == -np.inf))
 
 
 def _scores(batch, unary, pairwise, pw_index, labels):

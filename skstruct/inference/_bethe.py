@@ -477,7 +477,8 @@ def _saturate(theta, n):
     clipping them keeps every labelling's score summable without overflow.
     """
     cap = 0.4e300 / max(n, 1)
-    if np.all(np.abs(theta[np.isfinite(theta)]) <= cap):
+    # two reductions and no temporary in the usual case, every oracle call
+    if theta.size == 0 or (theta.max() <= cap and theta.min() >= -cap):
         return theta
     out = np.minimum(theta, cap)
     out[(out < -cap) & np.isfinite(out)] = -cap
