@@ -403,14 +403,9 @@ def max_beliefs_decode_batch(node_offsets, edge_offsets, edges, unary, pairwise,
     for s in prange(n_samples):
         if not active[s]:
             continue
-        h = np.empty(n_labels)
-        for v in range(node_offsets[s], node_offsets[s + 1]):
-            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, h)
-            best = 0
-            for k in range(1, n_labels):
-                if h[k] > h[best]:
-                    best = k
-            labels_out[v] = best
+        n0 = node_offsets[s]
+        _decode_beliefs(n0, node_offsets[s + 1], unary, adj_offsets, adj_edge, adj_side,
+                        messages, np.empty(n_labels), labels_out[n0:])
 
 
 @jit
