@@ -436,11 +436,19 @@ def _keep_best(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, ad
         else:
             _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr,
                     adj_side, messages, cand, h)
-        score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, cand, n0)
-        if score > best:
-            best = score
-            for v in range(n0, n1):
-                labels_out[v] = cand[v - n0]
+        best = _adopt(n0, n1, e0, e1, edges, unary, pairwise, pw_index, cand, best, labels_out)
+    return best
+
+
+@jit
+def _adopt(n0, n1, e0, e1, edges, unary, pairwise, pw_index, cand, best, labels_out):
+    """Copy the labelling ``cand`` (local indices) into ``labels_out`` if it
+    scores strictly above ``best``; return the best score."""
+    score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, cand, n0)
+    if score > best:
+        for v in range(n0, n1):
+            labels_out[v] = cand[v - n0]
+        return score
     return best
 
 

@@ -32,7 +32,7 @@ from numba import prange
 
 from .._core._jit import jit, pjit
 from ._exact import _sample_score
-from ._loopy import _decode, _gather, _maxplus
+from ._loopy import _adopt, _decode, _gather, _maxplus
 
 NEG_INF = -np.inf
 
@@ -258,11 +258,8 @@ def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_
         best_bound = min(best_bound, new_bound)
         _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr,
                 adj_side, messages, labels, cand)
-        score = _sample_score(n0, n1, e0, e1, edges, unary, pairwise, pw_index, labels, n0)
-        if score > best_score:
-            best_score = score
-            for v in range(n0, n1):
-                labels_out[v] = labels[v - n0]
+        best_score = _adopt(n0, n1, e0, e1, edges, unary, pairwise, pw_index, labels,
+                            best_score, labels_out)
         # stop on a certified optimum (the gap closed to tol, relative) or on
         # a stalled bound: over the last `window` iterations it moved by less
         # than tol (absolute unless `relative`; equal bounds, -inf against
