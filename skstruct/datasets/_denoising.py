@@ -36,14 +36,15 @@ def make_binary_denoising(n_images=100, size=100, noise=1.0, random_state=None):
 
     Returns
     -------
-    Bunch with
-        X : list of tuples ``(node_features (size**2, 2), edges (n_edges, 2),
-            edge_features (n_edges, 2))``: per pixel its observation and a
-            constant 1; per edge a constant 1 and ``exp(-|o_u - o_v|)`` of the
-            two observations (a contrast-sensitive smoothness term, as in
-            :class:`~skstruct.models.GraphModel` with edge features).
-        y : list of int arrays (size**2,), the clean labels.
-        clean, noisy : arrays (n_images, size, size).
+    data : sklearn.utils.Bunch
+        ``X``: list of tuples ``(node_features, edges, edge_features)``, node
+        features of shape (size**2, 2) (per pixel its observation and a
+        constant 1), edges of shape (n_edges, 2) and edge features of shape
+        (n_edges, 2) (per edge a constant 1 and ``exp(-|o_u - o_v|)`` of the
+        two observations: a contrast-sensitive smoothness term, as in
+        :class:`~skstruct.models.GraphModel` with edge features);
+        ``y``: list of int arrays of shape (size**2,), the clean labels;
+        ``clean``, ``noisy``: arrays of shape (n_images, size, size).
     """
     try:
         import PIL  # noqa: F401
