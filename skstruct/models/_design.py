@@ -161,18 +161,18 @@ def decoders(batch, n_classes, inference):
     if inference == "chain":
         bad = np.flatnonzero(~batch.is_chain)
         if bad.size:
-            raise ValueError(f"inference='chain' but sample {bad[0]} is not a chain")
+            raise ValueError(f"inference_method='chain' but sample {bad[0]} is not a chain")
         return np.full(S, VITERBI, np.int64)
     if inference == "tree":
         bad = np.flatnonzero(~batch.is_forest)
         if bad.size:
-            raise ValueError(f"inference='tree' but sample {bad[0]} has a cycle")
+            raise ValueError(f"inference_method='tree' but sample {bad[0]} has a cycle")
         return np.where(batch.is_chain, VITERBI, TREE).astype(np.int64)
     if inference == "exact":
         with np.errstate(over="ignore"):
             big = np.flatnonzero(float(n_classes) ** lengths > 2 ** 22)
         if big.size:
-            raise ValueError(f"inference='exact': sample {big[0]} has {n_classes}^"
+            raise ValueError(f"inference_method='exact': sample {big[0]} has {n_classes}^"
                              f"{lengths[big[0]]} labellings, too many to enumerate")
         return np.full(S, EXACT, np.int64)
     if inference == "trws":
