@@ -245,3 +245,13 @@ def test_warm_start_messages_are_kept_between_calls():
     assert np.isclose(b2[0], b6[0])
     with pytest.raises(ValueError, match="messages must be"):
         map_batch(batch, unary, pairwise, method="trws", messages=np.zeros((3, 3)))
+
+
+def test_one_sample_runs_on_one_thread():
+    # kernels parallelise over samples: a single sample must not wake the pool
+    from skstruct.inference._api import _jobs
+
+    assert _jobs(GraphBatch.from_chains([5]), None) == 1
+    assert _jobs(GraphBatch.from_chains([5]), -1) == 1
+    assert _jobs(GraphBatch.from_chains([5, 3]), None) is None
+    assert _jobs(GraphBatch.from_chains([5, 3]), 2) == 2
