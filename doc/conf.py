@@ -84,6 +84,7 @@ html_static_path = []
 html_theme_options = {
     "navbar_end": ["navbar-icon-links"],
     "show_toc_level": 2,
+    "header_links_before_dropdown": 4,
     "navigation_with_keys": False,
 }
 html_show_sourcelink = False
