@@ -20,7 +20,7 @@ import sys
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urldefrag, urlparse
+from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 DEFAULT_PAGES = [
     "index.html",
@@ -43,7 +43,7 @@ class _Anchors(HTMLParser):
                 self.ids.add(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _anchors(file):
     parser = _Anchors()
     parser.feed(Path(file).read_text(encoding="utf-8", errors="replace"))
