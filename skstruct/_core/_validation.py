@@ -10,6 +10,14 @@ from numbers import Integral
 import numpy as np
 
 
+def check_n_jobs(n_jobs):
+    """``n_jobs`` itself if it is None or a non-zero integer, else a ValueError."""
+    if n_jobs is not None and (not isinstance(n_jobs, Integral) or isinstance(n_jobs, bool)
+                               or n_jobs == 0):
+        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
+    return n_jobs
+
+
 @contextlib.contextmanager
 def n_threads(n_jobs):
     """Run the enclosed kernels on ``n_jobs`` threads, then restore the setting.
@@ -20,11 +28,9 @@ def n_threads(n_jobs):
     """
     import numba
 
-    if n_jobs is None:
+    if check_n_jobs(n_jobs) is None:
         yield
         return
-    if not isinstance(n_jobs, Integral) or n_jobs == 0:
-        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
     n_max = numba.config.NUMBA_NUM_THREADS
     n = n_jobs if n_jobs > 0 else max(1, n_max + 1 + n_jobs)
     n = min(n, n_max)

@@ -16,6 +16,7 @@ from .._core import GraphBatch
 from .._core._validation import (  # noqa: F401  (re-exported)
     check_edges,
     check_memory,
+    check_n_jobs,
     check_pairwise,
     check_unary,
     n_chunks,
@@ -74,6 +75,7 @@ def _jobs(batch, n_jobs):
     """Threads for a batch: the kernels split work by sample, so a batch of one sample runs
     on one thread, sparing the wake-up of a pool that has nothing to do (on a loaded machine
     its barrier alone cost 15 ms per single-chain call)."""
+    check_n_jobs(n_jobs)
     return 1 if batch.n_samples <= 1 else n_jobs
 
 

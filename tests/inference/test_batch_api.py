@@ -255,3 +255,6 @@ def test_one_sample_runs_on_one_thread():
     assert _jobs(GraphBatch.from_chains([5]), -1) == 1
     assert _jobs(GraphBatch.from_chains([5, 3]), None) is None
     assert _jobs(GraphBatch.from_chains([5, 3]), 2) == 2
+    # a one-sample batch still refuses a bad n_jobs
+    with pytest.raises(ValueError, match="n_jobs"):
+        _jobs(GraphBatch.from_chains([5]), 0)
