@@ -20,7 +20,6 @@ into weights only when the average is read.
 
 import numpy as np
 
-from .._core._decoders import VITERBI
 from .._core._jit import jit
 from ..models._kernels import expand_coef
 from ..models._oracle import _corner, make_work
@@ -301,16 +300,10 @@ class BCFW(DesignSolver):
         self.fused_chain = self._fused_chain_applies()
 
     def _fused_chain_applies(self):
-        """Margin rescaling on chains with one transition table, one parameter
-        column per class and a Gram matrix for every sample."""
-        d = self.design
-        K = d.n_classes
-        lengths = d.batch.lengths
-        return bool(self.surrogate == "margin" and np.all(d.kind == VITERBI)
-                    and d.tied and d.n_edge_features == 1
-                    and d.n_columns == K and np.array_equal(d.cmap, np.arange(K))
-                    and np.all(d.csign == 1)
-                    and np.array_equal(np.diff(self.gofs), lengths * lengths))
+        """Margin rescaling on plain chains (see :func:`~skstruct.models._chain.is_plain_chain`)
+        with a Gram matrix for every sample."""
+        lengths = self.design.batch.lengths
+        return bool(self.plain_chain and np.array_equal(np.diff(self.gofs), lengths * lengths))
 
     def run_pass(self, order):
         """One pass over the samples in ``order``; returns the sum of the

@@ -13,75 +13,8 @@ loops.  The state layout is the general kernel's, so the two can alternate.
 import numpy as np
 
 from .._core._jit import jit
+from ..models._chain import chain_oracle as _chain_oracle
 from ._bcfw import ELL, SIGMA, STEP, advance_average
-
-
-@jit
-def _chain_oracle(n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, W, P, U, fwd, lab, best):
-    """Unary scores of nodes ``n0:n1`` into ``U`` and their loss-augmented
-    Viterbi labelling into ``lab`` (``fwd`` holds the forward scores); returns
-    the loss of that labelling.  ``U``, ``fwd`` and ``lab`` are indexed by
-    the node's position in the chain."""
-    K = W.shape[1]
-    m = n1 - n0
-    for t in range(m):
-        v = n0 + t
-        uv = U[t]
-        for c in range(K):
-            uv[c] = 0.0
-        o = xoff[v]
-        r = xrow[v]
-        for p in range(xptr[r], xptr[r + 1]):
-            x = xdata[p]
-            wrow = W[xind[p] + o]
-            for c in range(K):
-                uv[c] += x * wrow[c]
-    # Viterbi on U + loss.  The forward pass keeps every node's scores
-    # instead of back-pointers: a pure max-plus loop vectorises twice as
-    # well, and the backtrack recomputes one argmax per node
-    w = lw[n0]
-    f0 = fwd[0]
-    for k in range(K):
-        f0[k] = U[0, k] + w
-    f0[y[n0]] -= w
-    for t in range(1, m):
-        prev = fwd[t - 1]
-        cur = fwd[t]
-        for j in range(K):
-            best[j] = prev[0] + P[0, j]
-        for i in range(1, K):
-            d = prev[i]
-            Pi = P[i]
-            for j in range(K):
-                best[j] = max(best[j], d + Pi[j])
-        w = lw[n0 + t]
-        uv = U[t]
-        for j in range(K):
-            cur[j] = best[j] + uv[j] + w
-        cur[y[n0 + t]] -= w
-    last = fwd[m - 1]
-    k = 0
-    for j in range(1, K):
-        if last[j] > last[k]:
-            k = j
-    lab[m - 1] = k
-    for t in range(m - 1, 0, -1):
-        prev = fwd[t - 1]
-        # the predecessor that attains the forward max (first one on ties)
-        b = 0
-        bv = prev[0] + P[0, k]
-        for i in range(1, K):
-            val = prev[i] + P[i, k]
-            if val > bv:
-                bv = val
-                b = i
-        k = b
-        lab[t - 1] = k
-    ell = 0.0
-    for t in range(m):
-        if lab[t] != y[n0 + t]:
-            ell += lw[n0 + t]
-    return ell
 
 
 @jit

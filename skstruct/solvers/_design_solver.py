@@ -18,6 +18,7 @@ import numpy as np
 
 from .._core import n_chunks, n_threads
 from .._core._validation import check_memory  # noqa: F401  (used by the solvers)
+from ..models._chain import chain_pass, is_plain_chain
 from ..models._oracle import SURROGATES, hinge_pass
 from ..models._predict import scratch
 
@@ -53,6 +54,8 @@ class DesignSolver:
         self.lam = float(lam)
         self.surrogate = surrogate
         self.code = SURROGATES[surrogate]
+        # margin rescaling on plain chains: the hinges come from a kernel of their own
+        self.plain_chain = surrogate == "margin" and is_plain_chain(design)
         self.averaging = bool(averaging)
         self.n_jobs = n_jobs
         self.scratch = scratch(design)
@@ -91,6 +94,14 @@ class DesignSolver:
         S = self.n_samples
         hinge = np.zeros(S)
         ell = np.zeros(S)
+        D = self.D
+        if self.plain_chain:
+            with n_threads(self.n_jobs):
+                chain_pass(D.node_offsets, D.xdata, D.xind, D.xptr, D.xrow, D.xoff, D.y,
+                           D.loss_weight, W, np.ascontiguousarray(P[0]), d.max_nodes,
+                           d.batch.chunks(n_chunks()), hinge, ell,
+                           np.zeros(d.batch.n_nodes, np.int64))
+            return hinge, ell
         with n_threads(self.n_jobs):
             hinge_pass(self.D, self.code, 1.0, W, P, sc["U"], sc["Ua"], sc["PE"],
                        sc["msgs"].copy(), sc["bp"], sc["lab"].copy(), sc["Sc"], sc["belief"],
