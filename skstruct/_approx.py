@@ -72,7 +72,7 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         explicit per-node and per-edge values for each sample (``edges`` in the
         sample's own node numbering), for training and prediction alike.
         ``c_node + sum`` of the node's ``c_edge`` must be positive at every
-        node with an edge.
+        node (``c_node`` itself at a node without edges).
     loss : {"hamming"} or None, default="hamming"
         The loss added to the node potentials (loss-augmented soft-max, as in
         the paper); ``None`` gives the plain (approximate) likelihood.

@@ -141,8 +141,9 @@ def chain_fits():
     X, y = synthetic_chains()
     common = dict(C=1.0, random_state=0)
     fits = {
-        "bcfw": StructuredSVM(max_iter=300, tol=1e-6, **common).fit(X, y),
-        "bcfw_last": StructuredSVM(max_iter=300, tol=1e-6, averaging=False, **common).fit(X, y),
+        "bcfw": StructuredSVM(max_iter=300, tol=1e-6, check_every=1, **common).fit(X, y),
+        "bcfw_last": StructuredSVM(max_iter=300, tol=1e-6, averaging=False, check_every=1,
+                                **common).fit(X, y),
         "sg": StructuredSVM(solver="subgradient", max_iter=300, check_every=50,
                             **common).fit(X, y),
         "sg_batch": StructuredSVM(solver="subgradient", max_iter=300, check_every=50,

@@ -199,7 +199,9 @@ def counting_numbers(design, cn):
     else:
         c_node, c_edge = np.full(N, float(cn[0])), np.full(E, float(cn[1]))
     chat = c_node + np.bincount(edges.ravel(), weights=np.repeat(c_edge, 2), minlength=N)
-    bad = np.flatnonzero((deg > 0) & ~(chat > 0))
+    # an isolated node's belief is a softmax at temperature epsilon * c_node: zero or negative
+    # would divide by zero or pick the worst label
+    bad = np.flatnonzero(~(chat > 0))
     if bad.size:
         v = int(bad[0])
         s = int(np.searchsorted(b.node_offsets, v, side="right") - 1)

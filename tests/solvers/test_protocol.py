@@ -60,7 +60,7 @@ def test_protocol_path_follows_the_batched_path(Model, solver, extra):
 
 def test_user_model_reports_a_closing_duality_gap():
     X, y = chains(seed=1, n=20)
-    est = StructuredSVM(model=ProtocolChain(), C=1.0, max_iter=60, tol=1e-4,
+    est = StructuredSVM(model=ProtocolChain(), C=1.0, max_iter=60, tol=1e-4, check_every=1,
                         random_state=0).fit(X, y)
     gap = est.history_["gap"]
     assert np.all(gap >= -1e-10)
