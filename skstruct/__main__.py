@@ -17,6 +17,7 @@ def demo(args):
     """
     import numpy as np
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+    from threadpoolctl import threadpool_limits
 
     from skstruct import StructuredSVM
     from skstruct.datasets import load_letters
@@ -54,7 +55,10 @@ def demo(args):
     print(f"  (numba kernels compiled or loaded from the disk cache in {t_jit:.1f} s; only the "
           "first run compiles)")
 
-    clf = LinearDiscriminantAnalysis().fit(np.concatenate(X_tr), np.concatenate(y_tr))
+    # BLAS's threads and numba's OpenMP pool, both awake, slow LDA's SVDs five-fold on two
+    # cores; the fit is small enough for one thread
+    with threadpool_limits(1, user_api="blas"):
+        clf = LinearDiscriminantAnalysis().fit(np.concatenate(X_tr), np.concatenate(y_tr))
     counts = np.ones((26, 26))
     for y in y_tr:
         np.add.at(counts, (y[:-1], y[1:]), 1.0)
