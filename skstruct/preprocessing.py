@@ -102,10 +102,116 @@ def _split(out, offsets):
         return np.split(out, offsets[1:-1])
     if sp.issparse(out):
         out = out.tocsr()
-    elif hasattr(out, "iloc"):
+        return _split_csr(out, offsets)
+    if hasattr(out, "iloc"):
         out = out.iloc
     bounds = offsets.tolist()
     return [out[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def _split_csr(out, offsets):
+    """One CSR block per sample, each a view of ``out``'s arrays (only its row
+    pointers are new): no copy of the values, as ``np.split`` of an array."""
+    data, indices, indptr = out.data, out.indices, out.indptr
+    n_cols = out.shape[1]
+    cls = type(out)
+    sorted_ = bool(out.has_sorted_indices)
+    parts = []
+    bounds = offsets.tolist()
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        p0, p1 = indptr[lo], indptr[hi]
+        # scipy's (data, indices, indptr) constructor copies a view much smaller than
+        # its base: build the empty block and give it the views (a valid CSR slice)
+        part = cls((hi - lo, n_cols), dtype=data.dtype)
+        part.data = data[p0:p1]
+        part.indices = indices[p0:p1]
+        part.indptr = (indptr[lo:hi + 1] - p0).astype(indptr.dtype, copy=False)
+        part.has_sorted_indices = sorted_
+        parts.append(part)
+    return parts
+
+
+def _vectorize_dicts(transformer, dicts, fitting):
+    """``DictVectorizer``'s ``fit_transform`` (``fitting``) or ``transform`` of a
+    list of dicts: the same matrix (without explicitly stored zeros, and with
+    int32 indices where sklearn's column permutation leaves int64) and the same
+    fitted attributes, or None when the fast path does not apply (sklearn then
+    does the work).
+
+    sklearn collects one numpy scalar per value in a Python list (40 bytes
+    each) and permutes the columns by fancy indexing (a copy of the matrix):
+    on the 4 million entries of CoNLL-2000 chunking, a transient 300 MB.  Here
+    the values go into typed arrays (12 bytes an entry) and the columns are
+    renumbered in place.  Only string and plain ``int``/``float``/``bool``
+    values, float64 output, sparse output; anything else (iterables of
+    strings, None, other dtypes) is left to sklearn, as are its errors.
+    """
+    from array import array
+
+    from sklearn.feature_extraction import DictVectorizer
+
+    t = transformer
+    if (type(t) is not DictVectorizer or not t.sparse or t.dtype not in (np.float64, float)
+            or not isinstance(dicts, list) or not dicts):
+        return None
+    if fitting:
+        t._validate_params()
+        names, vocab = [], {}
+    else:
+        check_is_fitted(t, ["feature_names_", "vocabulary_"])
+        names, vocab = t.feature_names_, t.vocabulary_
+    sep = t.separator
+    indices = array("i")
+    values = array("d")
+    indptr = array("q", [0])
+    for x in dicts:
+        if not isinstance(x, dict):
+            return None
+        for f, v in x.items():
+            if isinstance(v, str):
+                name = f"{f}{sep}{v}"
+                v = 1.0
+            elif isinstance(v, (int, float)):
+                name = f
+            else:
+                return None
+            j = vocab.get(name)
+            if j is None:
+                if not fitting:
+                    continue
+                j = vocab[name] = len(names)
+                names.append(name)
+            if v == 0:
+                # sklearn stores a False boolean as an explicit zero: a third of the
+                # entries of the CoNLL tutorial's features, read by every kernel for
+                # nothing (the feature's name is still learned, as sklearn does)
+                continue
+            indices.append(j)
+            values.append(v)
+        indptr.append(len(indices))
+    indices = np.frombuffer(indices, dtype=np.intc)
+    values = np.frombuffer(values, dtype=np.float64)
+    indptr = np.frombuffer(indptr, dtype=np.int64)
+    if indptr[-1] < np.iinfo(np.int32).max:
+        indptr = indptr.astype(np.int32)
+    if fitting and t.sort:
+        names.sort()
+        new = np.empty(len(names), dtype=np.intc)
+        for i, name in enumerate(names):
+            new[vocab[name]] = i
+            vocab[name] = i
+        indices = new[indices]
+    X = sp.csr_array((values, indices, indptr), shape=(indptr.shape[0] - 1, len(vocab)),
+                     copy=False)
+    X.sort_indices()
+    if fitting:
+        t.feature_names_ = names
+        t.vocabulary_ = vocab
+    try:
+        from sklearn.utils import _align_api_if_sparse
+    except ImportError:     # sklearn < 1.8 returns sparse matrices
+        return sp.csr_matrix(X)
+    return _align_api_if_sparse(X)
 
 
 class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
@@ -237,7 +343,9 @@ class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         if not transform:
             transformer.fit(stacked, y_nodes)
             return None
-        out = transformer.fit_transform(stacked, y_nodes)
+        out = _vectorize_dicts(transformer, stacked, fitting=True)
+        if out is None:
+            out = transformer.fit_transform(stacked, y_nodes)
         return self._rebuild(X, graph, out, offsets)
 
     def transform(self, X):
@@ -268,7 +376,10 @@ class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             # only empty samples (a batch of empty sentences): most transformers refuse
             # an empty table, so build the empty output of the fitted width directly
             return self._rebuild(X, graph, self._empty_output(), offsets)
-        return self._rebuild(X, graph, self.transformer_.transform(stacked), offsets)
+        out = _vectorize_dicts(self.transformer_, stacked, fitting=False)
+        if out is None:
+            out = self.transformer_.transform(stacked)
+        return self._rebuild(X, graph, out, offsets)
 
     def _empty_output(self):
         t = self.transformer_

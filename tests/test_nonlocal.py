@@ -301,3 +301,169 @@ def test_marginals_without_energy_are_the_crf_marginals():
     u, t, i = obj.potentials(*est._weights())
     node = marginals_batch(design.batch, u, t, i)[0]
     assert np.allclose(np.concatenate(est.predict_marginals(X)), node)
+
+
+# ------------------------------------------------- feature_pairs="seen" and memory
+
+def sparse_chains(seed=0, n=25, F=8, K=3, max_len=6):
+    """Chains of sparse features, each on about a third of the nodes, never feature
+    ``f`` on a node of class ``k`` with ``(f + k) % 3 == 0`` (unseen pairs), some
+    stored as explicit zeros (as DictVectorizer stores a False boolean)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for i in range(n):
+        T = int(rng.integers(1, max_len + 1))
+        lab = rng.integers(0, K, T)
+        if i < K:
+            lab[0] = i
+        allowed = (np.arange(F)[None, :] + lab[:, None]) % 3 != 0
+        dense = rng.normal(size=(T, F)) * (rng.random((T, F)) < 0.5) * allowed
+        x = sp.csr_matrix(dense)
+        if x.nnz:
+            x.data[rng.random(x.nnz) < 0.2] = 0.0      # explicit zeros, kept stored
+        X.append(x)
+        y.append(lab)
+    return X, y
+
+
+def seen_mask(X, y, classes):
+    """(K, F) True where feature f is non-zero on some node of class k."""
+    mask = np.zeros((len(classes), X[0].shape[1]), bool)
+    for x, yy in zip(X, y):
+        d = x.toarray() != 0
+        for t, lab in enumerate(yy):
+            mask[np.searchsorted(classes, lab)] |= d[t]
+    return mask
+
+
+def test_seen_pairs_equal_all_when_every_pair_is_seen():
+    X, y = chains(12, n=30)        # dense features: every feature on every node
+    full = NonLocalCRF(C=1.0, max_iter=200, tol=1e-12).fit(X, y)
+    seen = NonLocalCRF(C=1.0, max_iter=200, tol=1e-12, feature_pairs="seen").fit(X, y)
+    assert np.allclose(seen.coef_, full.coef_, atol=1e-6)
+    assert seen.unary_coef_.shape == full.unary_coef_.shape
+    assert np.array_equal(np.concatenate(seen.predict(X)), np.concatenate(full.predict(X)))
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_unseen_pairs_keep_weight_exactly_zero(solver):
+    X, y = sparse_chains(13)
+    est = NonLocalCRF(C=5.0, max_iter=60, solver=solver, feature_pairs="seen", batch_size=5,
+                      random_state=0).fit(X, y)
+    mask = seen_mask(X, y, est.classes_)
+    assert not mask.all() and mask.any()
+    assert np.all(est.unary_coef_[~mask] == 0.0)
+    assert np.all(est.unary_coef_[mask] != 0.0)
+    full = NonLocalCRF(C=5.0, max_iter=60, solver=solver, batch_size=5,
+                       random_state=0).fit(X, y)
+    assert np.any(full.unary_coef_[~mask] != 0.0)     # "all" learns the unseen pairs
+    assert est.coef_.shape == full.coef_.shape
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_seen_objective_is_the_full_one_with_unseen_weights_at_zero(weighted):
+    from skstruct.solvers._crf import seen_pairs
+
+    X, y = sparse_chains(14, n=12)
+    model = ChainModel().fit(X, y)
+    design, _ = model.design(X, y)
+    sw = np.linspace(0.5, 2.0, len(X)) if weighted else None   # weighted: not fused
+    pairs = seen_pairs(design)
+    obj = CRFObjective(design, C=0.8, sample_weight=sw, pairs=pairs)
+    full = CRFObjective(design, C=0.8, sample_weight=sw)
+    assert obj.fused == (not weighted)
+    mask = seen_mask(X, y, model.classes_).T          # (F, K) as W
+    assert obj.n_node_weights == mask.sum()
+    rng = np.random.default_rng(1)
+    w = 0.5 * rng.normal(size=obj.n_weights)
+    W, P = obj.split(w)
+    assert np.all(W[~mask] == 0.0)
+    f, g = obj.value_grad(w)
+    wf = np.concatenate([W.ravel(), P.ravel()])
+    ff, gf = full.value_grad(wf)
+    assert np.isclose(f, ff)
+    gW, gP = full.split(gf)
+    assert np.allclose(g[:obj.n_node_weights], gW[mask])
+    assert np.allclose(g[obj.n_node_weights:], gP.ravel())
+    eps = 1e-6
+    fd = np.array([(obj.value_grad(w + eps * e)[0] - obj.value_grad(w - eps * e)[0]) / (2 * eps)
+                   for e in np.eye(w.size)])
+    assert np.allclose(g, fd, atol=1e-5)
+
+
+def test_fused_pass_matches_the_marginal_path_in_both_layouts():
+    from skstruct.solvers._crf import seen_pairs
+
+    X, y = sparse_chains(15, n=20, max_len=9)
+    model = ChainModel().fit(X, y)
+    design, _ = model.design(X, y)
+    rng = np.random.default_rng(2)
+    for pairs in (None, seen_pairs(design)):
+        obj = CRFObjective(design, C=1.3, pairs=pairs)
+        assert obj.fused
+        w = rng.normal(size=obj.n_weights)
+        for scale in (1.0, 400.0):     # 400: the scaled pass hands chains to log space
+            f, g = obj.value_grad(scale * w)
+            f2, g2, _ = obj.value_grad_marginals(scale * w)
+            assert np.isclose(f, f2, rtol=1e-10)
+            assert np.allclose(g, g2, rtol=1e-8, atol=1e-8 * scale)
+
+
+def test_feature_pairs_parameter_checks():
+    X, y = chains(16, n=6)
+    with pytest.raises(ValueError, match="feature_pairs"):
+        NonLocalCRF(feature_pairs="some").fit(X, y)
+    with pytest.raises(ValueError, match="fit_theta"):
+        NonLocalCRF(feature_pairs="seen", energy=NearestStatistic(), fit_theta=True).fit(X, y)
+    # with a fixed theta the energy learns on top of the seen-pairs CRF
+    est = NonLocalCRF(feature_pairs="seen", energy=NearestStatistic(), energy_max_iter=1,
+                      max_iter=20, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(est.psi_coef_))
+
+
+def test_lbfgs_minimises_a_quadratic():
+    from skstruct.solvers._crf import lbfgs
+
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(30, 30))
+    H = A @ A.T + np.eye(30)
+    b = rng.normal(size=30)
+    x0 = np.zeros(30)
+    x, n_iter = lbfgs(lambda x: (0.5 * x @ H @ x - b @ x, H @ x - b), x0, 500, 0.0)
+    assert np.allclose(x, np.linalg.solve(H, b), atol=1e-6)
+    assert np.all(x0 == 0.0) and 0 < n_iter <= 500   # x0 untouched without overwrite_x0
+
+
+def test_dict_features_are_vectorised_as_sklearn_does_and_packed_without_copies():
+    import scipy.sparse as sp
+
+    from skstruct._core._packing import pack_X
+
+    rng = np.random.default_rng(17)
+    words = ["The", "cat", "SAT", "on", "7", "mat"]
+    X = [[{"w": str(rng.choice(words)), "n": float(rng.normal()), "up": bool(rng.random() < .5),
+           "i": int(rng.integers(3)), 3: "x"} for _ in range(int(rng.integers(0, 5)))]
+         for _ in range(15)]
+    X[0] = [{"w": "a"}]
+    nt = NodeTransformer(DictVectorizer())
+    parts = nt.fit_transform(X)
+    ref = DictVectorizer().fit([f for s in X for f in s])
+    assert nt.transformer_.feature_names_ == ref.feature_names_
+    assert nt.transformer_.vocabulary_ == ref.vocabulary_
+    stacked = ref.transform([f for s in X for f in s])
+    mine = sp.vstack(parts)
+    assert mine.shape == stacked.shape and abs(mine - stacked).max() == 0
+    assert mine.nnz == stacked.count_nonzero() < stacked.nnz   # explicit zeros dropped
+    assert all(p.shape[0] == len(s) for p, s in zip(parts, X))
+    # the blocks are views of one matrix, and so is the packed batch
+    packed = pack_X(parts)
+    assert np.shares_memory(packed.features.data, parts[0].data)
+    assert abs(packed.features - stacked).max() == 0
+    # transform of new dicts (unknown features dropped), and the fallback to sklearn
+    new = [[{"w": "dog", "n": 1.0}], [{"w": "cat", "zz": 2.0}]]
+    assert abs(sp.vstack(nt.transform(new)) - ref.transform([f for s in new for f in s])
+               ).max() == 0
+    odd = [[{"w": ["a", "b"]}], [{"w": ["c"]}]]          # iterables: sklearn's own path
+    assert sp.vstack(NodeTransformer(DictVectorizer()).fit_transform(odd)).shape == (2, 3)

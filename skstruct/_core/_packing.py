@@ -88,7 +88,10 @@ def _check_features(f, i, what):
                          "estimator)")
     refuse_complex(f, i, what)
     if sp.issparse(f):
-        f = sp.csr_matrix(f, dtype=np.float64)
+        if not (f.format == "csr" and f.dtype == np.float64):
+            # (a CSR float64 block is read as it is: scipy's constructor would copy a
+            # block that is a slice of a larger matrix's arrays)
+            f = sp.csr_matrix(f, dtype=np.float64)
         if f.ndim != 2:
             raise ValueError(f"sample {i}: {what} must be 2-D, got shape {f.shape}")
         if not np.all(np.isfinite(f.data)):
@@ -189,7 +192,10 @@ def pack_X(X, *, n_features=None, n_edge_features=None, kind=None):
     elif n_edge_features is not None:
         raise ValueError("X has no edge features but the estimator was fitted with them")
     if any(sp.issparse(f) for f in feats):
-        features = sp.vstack([sp.csr_matrix(f) for f in feats], format="csr")
+        features = _shared_stack(feats)
+        if features is None:
+            features = _drop_zeros(sp.vstack([sp.csr_matrix(f) for f in feats],
+                                             format="csr"))
     else:
         features = np.concatenate(feats) if n_samples > 1 else np.ascontiguousarray(feats[0])
     if this_kind == "chain":
@@ -200,6 +206,90 @@ def pack_X(X, *, n_features=None, n_edge_features=None, kind=None):
     if has_ef:
         edge_features = np.concatenate(efeats) if efeats else np.zeros((0, 0))
     return PackedX(this_kind, features, batch, edge_features)
+
+
+def _root(a):
+    """The array owning ``a``'s memory (``a`` itself if it owns it)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _address(a):
+    return a.__array_interface__["data"][0]
+
+
+def _shared_stack(feats):
+    """The samples' CSR blocks as one matrix *without copying*, when they are
+    consecutive slices of one matrix's value and index arrays (what
+    :class:`~skstruct.preprocessing.NodeTransformer` hands out): the stack is
+    then a view of those arrays, with new row pointers only.  None otherwise
+    (the caller copies).  Only for blocks in canonical form (sorted indices,
+    no duplicates), so that nothing downstream rewrites the shared arrays.
+    """
+    if not all(sp.issparse(f) and f.format == "csr" for f in feats):
+        return None
+    full = [f for f in feats if f.indptr[-1] > 0]
+    if not full:
+        return None
+    first = full[0]
+    dt, it = first.data.dtype, first.indices.dtype
+    roots = _root(first.data), _root(first.indices)
+    pos = []
+    for f in full:
+        d, i = f.data, f.indices
+        if (d.dtype != np.float64 or i.dtype != it or d.ndim != 1 or i.ndim != 1
+                or not (d.flags.c_contiguous and i.flags.c_contiguous)
+                or d.shape[0] != f.indptr[-1] or i.shape[0] != d.shape[0] or f.indptr[0] != 0
+                or _root(d) is not roots[0] or _root(i) is not roots[1]):
+            return None
+        # (empty blocks are left out: numpy may point an empty view anywhere)
+        pos.append((_address(d), _address(i), d.shape[0]))
+    rd, ri = roots
+    if (rd.dtype != dt or ri.dtype != it or rd.ndim != 1 or ri.ndim != 1
+            or not (rd.flags.c_contiguous and ri.flags.c_contiguous)):
+        return None
+    for (ad, ai, n), (bd, bi, _) in zip(pos[:-1], pos[1:]):
+        if bd != ad + n * dt.itemsize or bi != ai + n * it.itemsize:
+            return None
+    start = (pos[0][0] - _address(rd)) // dt.itemsize
+    istart = (pos[0][1] - _address(ri)) // it.itemsize
+    total = sum(n for _, _, n in pos)
+    if start < 0 or istart < 0 or start + total > rd.shape[0] or istart + total > ri.shape[0]:
+        return None
+    counts = np.concatenate([[0]] + [np.diff(f.indptr) for f in feats]).astype(np.int64)
+    indptr = np.cumsum(counts)
+    if total <= np.iinfo(it).max:
+        indptr = indptr.astype(it)
+    else:
+        return None
+    # (scipy's constructor copies a view much smaller than its base: then the stack
+    # is a copy, equally valid)
+    X = sp.csr_matrix((rd[start:start + total], ri[istart:istart + total], indptr),
+                      shape=(indptr.shape[0] - 1, feats[0].shape[1]), copy=False)
+    return X if X.has_canonical_format else None
+
+
+def _drop_zeros(X):
+    """``X`` (CSR, a fresh stack) without its explicitly stored zeros.
+
+    They add nothing to any score or gradient, but every kernel would read
+    them (``DictVectorizer`` stores a False boolean as a zero: a third of the
+    entries of the CoNLL tutorial's features).  Copies only when there are
+    some; never touches the samples' own arrays.  (A shared stack,
+    :func:`_shared_stack`, keeps them: the CRF's kernel skips them.)
+    """
+    zeros = np.flatnonzero(X.data == 0)
+    if not zeros.size:
+        return X
+    rows = np.searchsorted(X.indptr, zeros, side="right") - 1
+    dropped = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=X.shape[0]))])
+    keep = np.ones(X.data.shape[0], bool)
+    keep[zeros] = False
+    indptr = (X.indptr - dropped).astype(X.indptr.dtype)
+    out = sp.csr_matrix((X.data[keep], X.indices[keep], indptr), shape=X.shape)
+    out.has_sorted_indices = X.has_sorted_indices
+    return out
 
 
 def check_sequence(v, name):
@@ -285,14 +375,33 @@ def check_y(y, packed):
         if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
             raise ValueError(f"sample {i}: labels contain NaN or infinite values")
         parts.append(a)
+    dtype = _narrow_text_dtype(parts)
     try:
-        return np.concatenate(parts)
+        return np.concatenate(parts, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"labels of different samples cannot be combined ({exc})") from None
 
 
+def _narrow_text_dtype(parts):
+    """The narrowest text dtype holding every label of ``parts``, or None (keep the
+    dtype numpy picks) unless the parts are text arrays wider than that.
+
+    Text readers give labels the width of their longest field (CoNLL-2000's tags
+    come as ``<U43`` for at most 6 characters): every copy of the concatenated
+    labels (encoding, sorting for ``classes_``, comparisons) would then cost 7
+    times the memory.  Values are unchanged; only the padding goes.
+    """
+    if not parts or any(a.dtype.kind != "U" for a in parts):
+        return None
+    width = max((int(np.char.str_len(a).max()) for a in parts if a.shape[0]), default=1)
+    width = max(width, 1)
+    if all(a.dtype.itemsize <= 4 * width for a in parts):
+        return None
+    return np.dtype(f"<U{width}")
+
+
 def fit_classes(labels):
-    """Sorted distinct labels (what ``classes_`` holds)."""
+    """Sorted distinct labels (what ``classes_`` holds), of ``labels``' dtype."""
     try:
         classes = np.unique(labels)
     except TypeError as exc:

@@ -3,6 +3,12 @@
 Used by :class:`skstruct.NonLocalCRF` for its base model and for the energy's
 surrogate likelihood (Algorithm 2 of Vilnis et al.), both of which are CRF
 likelihoods at node potentials shifted per node (``offset``).
+
+Node weights are either the full ``(F, Kp)`` table or, with ``pairs`` (see
+:func:`seen_pairs`), only the feature-column pairs of a CSR-style map: weight
+``j`` belongs to feature ``f`` (``pairs[0][f] <= j < pairs[0][f + 1]``) and
+column ``pairs[1][j]``; every other pair's weight is fixed at 0 (crfsuite's
+default feature set: the attribute-label pairs seen in training).
 """
 
 import numpy as np
@@ -10,11 +16,15 @@ import scipy.sparse as sp
 from numba import prange
 
 from .._core import n_chunks, segment_sum
-from .._core._jit import pjit
+from .._core._jit import jit, pjit
 from .._core._validation import check_memory
 from ..inference._api import marginals_batch
-from ..inference._chain import _fb_log, _fb_scaled, exp_tables
-from ..models._kernels import unary_scores
+from ..inference._chain import _fb_log, exp_tables
+
+# the scaled forward-backward hands a chain to the log-space one when a step keeps
+# less mass than _TINY or a backward message exceeds _HUGE
+_TINY = 1e-150
+_HUGE = 1e250
 
 
 @pjit
@@ -32,73 +42,217 @@ def xt_dot(tptr, tind, tdata, R, out):
                 out[f, q] += xv * r[q]
 
 
+@jit
+def _mark_pairs(xdata, xind, xptr, xrow, xoff, y, cmap, mark):
+    """``mark[f, cmap[y_v]] = True`` for every node ``v`` with a non-zero feature ``f``."""
+    for v in range(y.shape[0]):
+        if y[v] < 0:
+            continue
+        q = cmap[y[v]]
+        r = xrow[v]
+        o = xoff[v]
+        for p in range(xptr[r], xptr[r + 1]):
+            if xdata[p] != 0.0:
+                mark[xind[p] + o, q] = True
+
+
+def seen_pairs(design):
+    """The feature-column pairs of the training data: ``(wptr, wlab)``, a CSR map.
+
+    Pair ``(f, q)`` is *seen* when some node of class ``k`` with ``cmap[k] = q``
+    has a non-zero value of feature ``f`` (crfsuite's state features without
+    ``feature.possible_states``).  Weight ``j`` of the compact vector is pair
+    ``(f, wlab[j])`` for the ``f`` with ``wptr[f] <= j < wptr[f + 1]``; columns
+    increase within a feature.
+    """
+    X = design.features
+    F, Kp = design.n_features_total, design.n_columns
+    mark = np.zeros((F, Kp), np.bool_)
+    _mark_pairs(X.data, X.indices, X.indptr, design.xrow, design.xoff,
+                np.asarray(design.y, np.int64), design.cmap, mark)
+    rows, cols = np.nonzero(mark)
+    wptr = np.zeros(F + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=F), out=wptr[1:])
+    return wptr, cols.astype(np.int64)
+
+
+@jit
+def _fb_rescaled(th, epair, pmax, pwi, e0, T, eu, al, sc, beta, nb, tmp, stage):
+    """Forward-backward of one chain with Rabiner's scaling, marginals in place.
+
+    ``th`` (>= T, K) the node scores; on return ``al[:T]`` holds the node
+    marginals and ``stage[m]`` has the edge marginals of the chain's edges of
+    table ``m`` added.  The forward pass normalises ``alpha_t`` by its sum
+    ``s_t``; the backward messages are divided by the same ``s_{t+1}``, so
+    ``alpha_t * beta_t`` is already the marginal and the edge marginal
+    ``alpha_t(i) P(i, j) e_{t+1}(j) beta_{t+1}(j) / s_{t+1}`` needs no
+    normalisation: one pass over each table per edge and direction.  Returns
+    the log partition, or NaN when the scaling cannot be trusted (the caller
+    redoes the chain in log space).
+    """
+    K = th.shape[1]
+    logz = 0.0
+    for t in range(T):
+        m = -np.inf
+        for k in range(K):
+            if th[t, k] > m:
+                m = th[t, k]
+        if m == -np.inf:
+            return np.nan
+        for k in range(K):
+            eu[t, k] = np.exp(th[t, k] - m)
+        if t == 0:
+            for j in range(K):
+                tmp[j] = eu[0, j]
+        else:
+            e = pwi[e0 + t - 1]
+            Pe = epair[e]
+            m += pmax[e]
+            for j in range(K):
+                tmp[j] = 0.0
+            for i in range(K):
+                a = al[t - 1, i]
+                for j in range(K):
+                    tmp[j] += a * Pe[i, j]
+            for j in range(K):
+                tmp[j] *= eu[t, j]
+        s = 0.0
+        for j in range(K):
+            s += tmp[j]
+        if not s >= _TINY:
+            return np.nan
+        logz += m + np.log(s)
+        sc[t] = s
+        inv = 1.0 / s
+        for j in range(K):
+            al[t, j] = tmp[j] * inv
+    for t in range(T - 2, -1, -1):
+        e = pwi[e0 + t]
+        Pe = epair[e]
+        St = stage[e]
+        inv = 1.0 / sc[t + 1]
+        if t == T - 2:
+            for j in range(K):
+                tmp[j] = eu[t + 1, j] * inv
+        else:
+            for j in range(K):
+                tmp[j] = eu[t + 1, j] * beta[j] * inv
+        bmax = 0.0
+        for i in range(K):
+            a = al[t, i]
+            acc = 0.0
+            for j in range(K):
+                p = Pe[i, j] * tmp[j]
+                acc += p
+                St[i, j] += a * p
+            nb[i] = acc
+            if acc > bmax:
+                bmax = acc
+        if not bmax <= _HUGE:
+            return np.nan
+        for i in range(K):
+            beta[i] = nb[i]
+            al[t, i] *= nb[i]
+    return logz
+
+
 @pjit
-def chain_value_grad(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, W, cmap, csign,
-                     dense, P, pwi, y, chunks, theta, node, G, GP, nll):
+def chain_value_grad(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, w, wptr, wlab,
+                     compact, P, pwi, y, chunks, G, nll):
     """The chain CRF's negative log-likelihood and its gradient in one pass.
 
-    Per chunk ``c`` of samples: node scores into ``theta``, forward-backward
-    (scaled, or in log space where scaling fails) into ``node``, and the
-    gradient ``sum_v x_v (mu_v - e_{y_v})`` accumulated into ``G[c]`` (F, K)
-    and ``GP[c]`` (M, K, K) while the sample's rows are still in cache;
-    ``nll[c]`` gets ``sum (log Z - score(y))`` of the chunk (``inf`` if a true
-    labelling is impossible).  Identity class-to-column map only.
+    ``w`` the node weights, flat: the ``(F, K)`` table row by row, or with
+    ``compact`` the weights of the pairs ``wptr``/``wlab`` (:func:`seen_pairs`).
+    Per chunk ``c`` of samples, and per sample: node scores, forward-backward
+    (scaled, or in log space where scaling fails) and the gradient ``sum_v
+    x_v (mu_v - e_{y_v})`` into ``G[c, :w.size]``, the edge tables' into
+    ``G[c, w.size:]`` (``(M, K, K)`` flat), all in scratch of the longest
+    sample's size; ``nll[c]`` gets ``sum (log Z - score(y))`` of the chunk
+    (``inf`` if a true labelling is impossible).  Stored zeros are skipped.
+    Identity class-to-column map only.
     """
     K = P.shape[1]
     M = P.shape[0]
+    nW = w.shape[0]
     epair, pmax = exp_tables(P)
     for c in prange(chunks.shape[0] - 1):
         tmax = 1
         for s in range(chunks[c], chunks[c + 1]):
             tmax = max(tmax, node_offsets[s + 1] - node_offsets[s])
+        th = np.empty((tmax, K))
         eu = np.empty((tmax, K))
+        al = np.empty((tmax, K))
+        sc = np.empty(tmax)
         beta = np.empty(K)
-        nbeta = np.empty(K)
+        nb = np.empty(K)
         tmp = np.empty(K)
-        xi = np.empty((K, K))
-        stage = np.zeros((1, M, K, K))
         r = np.empty(K)
+        xi = np.empty((K, K))
+        stage4 = np.zeros((1, M, K, K))
+        stage = stage4[0]
+        Gc = G[c]
         total = 0.0
         for s in range(chunks[c], chunks[c + 1]):
             n0 = node_offsets[s]
-            n1 = node_offsets[s + 1]
-            T = n1 - n0
+            T = node_offsets[s + 1] - n0
             if T == 0:
                 continue
             e0 = edge_offsets[s]
-            unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, 1.0, theta,
-                         dense)
+            for t in range(T):
+                for k in range(K):
+                    th[t, k] = 0.0
+                row = xrow[n0 + t]
+                o = xoff[n0 + t]
+                for p in range(xptr[row], xptr[row + 1]):
+                    xv = xdata[p]
+                    if xv == 0.0:
+                        continue
+                    f = xind[p] + o
+                    if compact:
+                        for j in range(wptr[f], wptr[f + 1]):
+                            th[t, wlab[j]] += xv * w[j]
+                    else:
+                        b = f * K
+                        for k in range(K):
+                            th[t, k] += xv * w[b + k]
             score = 0.0
-            for v in range(n0, n1):
-                score += theta[v, y[v]]
+            for t in range(T):
+                score += th[t, y[n0 + t]]
             for t in range(T - 1):
                 score += P[pwi[e0 + t], y[n0 + t], y[n0 + t + 1]]
             stage[:] = 0.0
-            logz = _fb_scaled(theta, epair, pmax, pwi, n0, e0, T, node, 2, stage, 0, eu, beta,
-                              nbeta, tmp, xi)
+            logz = _fb_rescaled(th, epair, pmax, pwi, e0, T, eu, al, sc, beta, nb, tmp, stage)
             if np.isnan(logz):
                 stage[:] = 0.0
-                logz = _fb_log(theta, P, pwi, n0, e0, T, node, 2, stage, 0, beta, nbeta, tmp,
-                               xi)
+                logz = _fb_log(th, P, pwi, 0, e0, T, al, 2, stage4, 0, beta, nb, tmp, xi)
             if logz == -np.inf or score == -np.inf:
                 total = np.inf
                 continue
             total += logz - score
-            GP[c] += stage[0]
+            for m in range(M):
+                for i in range(K):
+                    for j in range(K):
+                        Gc[nW + (m * K + i) * K + j] += stage[m, i, j]
             for t in range(T - 1):
-                GP[c, pwi[e0 + t], y[n0 + t], y[n0 + t + 1]] -= 1.0
-            Gc = G[c]
-            for v in range(n0, n1):
+                Gc[nW + (pwi[e0 + t] * K + y[n0 + t]) * K + y[n0 + t + 1]] -= 1.0
+            for t in range(T):
                 for k in range(K):
-                    r[k] = node[v, k]
-                r[y[v]] -= 1.0
-                o = xoff[v]
-                row = xrow[v]
+                    r[k] = al[t, k]
+                r[y[n0 + t]] -= 1.0
+                row = xrow[n0 + t]
+                o = xoff[n0 + t]
                 for p in range(xptr[row], xptr[row + 1]):
                     xv = xdata[p]
-                    g = Gc[xind[p] + o]
-                    for k in range(K):
-                        g[k] += xv * r[k]
+                    if xv == 0.0:
+                        continue
+                    f = xind[p] + o
+                    if compact:
+                        for j in range(wptr[f], wptr[f + 1]):
+                            Gc[j] += xv * r[wlab[j]]
+                    else:
+                        b = f * K
+                        for k in range(K):
+                            Gc[b + k] += xv * r[k]
         nll[c] = total
 
 
@@ -110,17 +264,20 @@ class CRFObjective:
     sample's negative log-likelihood.  Node potentials are ``X W`` plus an
     optional fixed per-node ``offset`` (N, K): the non-local energy's
     ``-grad L(mu_i)`` in the surrogate likelihood.
+
+    ``pairs`` (``(wptr, wlab)`` of :func:`seen_pairs`, default None: every
+    pair) restricts ``W`` to those feature-column pairs: the flat weight
+    vector ``w`` is then the pairs' weights followed by ``P``, and the other
+    entries of ``W`` are 0.  :meth:`split` always returns the full ``W``.
     """
 
-    def __init__(self, design, C, sample_weight=None):
+    def __init__(self, design, C, sample_weight=None, pairs=None):
         self.design = design
         self.C = float(C)
         b = design.batch
         N, K = b.n_nodes, design.n_classes
         self.K = K
         self.N = N
-        y = design.y
-        self.D = design.args(y, np.zeros(N), 1)
         self.chunks = b.chunks(n_chunks())
         self.tied = bool(design.tied)
         if not self.tied:
@@ -131,6 +288,13 @@ class CRFObjective:
                          "classes, or fit on fewer samples at a time")
         self.W_shape = (design.n_features_total, design.n_columns)
         self.P_shape = (design.n_edge_features, K, K)
+        self.pairs = None
+        if pairs is not None:
+            wptr, wlab = pairs
+            self.pairs = (np.asarray(wptr, np.int64), np.asarray(wlab, np.int64))
+        self.n_node_weights = (self.W_shape[0] * self.W_shape[1] if self.pairs is None
+                               else self.pairs[1].shape[0])
+        self.n_weights = self.n_node_weights + int(np.prod(self.P_shape))
         self.sw = None if sample_weight is None else np.asarray(sample_weight, np.float64)
         # node weight: the sample weight repeated over its nodes (and edges)
         if self.sw is not None:
@@ -143,20 +307,8 @@ class CRFObjective:
         Mc[np.arange(K), design.cmap] = design.csign
         self.identity = K == design.n_columns and np.array_equal(Mc, np.eye(K))
         self.Mc = Mc
-        # the node feature matrix as the gradient reads it: row v = the features of
-        # node v at their column offset (one row per node even when rows are shared)
-        X = design.features
-        if not (np.array_equal(design.xrow, np.arange(N)) and not design.xoff.any()):
-            X = X[design.xrow]
-            X = sp.csr_matrix((X.data, X.indices + np.repeat(design.xoff, np.diff(X.indptr)),
-                               X.indptr), shape=(N, design.n_features_total))
-        self.dense_X = X.toarray() if design.dense_rows else None
-        if self.dense_X is None:
-            Xt = sp.csr_matrix(X.T)
-            Xt.sort_indices()
-            self.Xt = (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int64),
-                       Xt.data.astype(np.float64))
         # empirical edge statistics of the truth
+        y = design.y
         e = b.edges
         self.ya = y[e[:, 0]] if b.n_edges else np.zeros(0, np.int64)
         self.yb = y[e[:, 1]] if b.n_edges else np.zeros(0, np.int64)
@@ -164,11 +316,74 @@ class CRFObjective:
             self.EFt = sp.csr_matrix(design.edge_features.T)
         self.offset = None
         self.n_evals = 0
+        # built when first needed: the one-pass chain kernel reads none of them
+        self._D = self._Xt = self._dense_X = self._pair_rows = None
 
     # ------------------------------------------------------------ pieces
+    @property
+    def D(self):
+        """The design's kernel arrays (:meth:`Design.args`) at the true labels."""
+        if self._D is None:
+            self._D = self.design.args(self.design.y, np.zeros(self.N), 1)
+        return self._D
+
+    def _node_matrix(self):
+        """The node feature matrix as the gradient reads it: row v = the features
+        of node v at their column offset (one row per node even when rows are
+        shared)."""
+        d = self.design
+        X = d.features
+        if not (np.array_equal(d.xrow, np.arange(self.N)) and not d.xoff.any()):
+            X = X[d.xrow]
+            X = sp.csr_matrix((X.data, X.indices + np.repeat(d.xoff, np.diff(X.indptr)),
+                               X.indptr), shape=(self.N, d.n_features_total))
+        return X
+
+    @property
+    def dense_X(self):
+        if self._dense_X is None and self.design.dense_rows:
+            self._dense_X = self._node_matrix().toarray()
+        return self._dense_X
+
+    @property
+    def Xt(self):
+        """CSR arrays of the node feature matrix's transpose (for :meth:`grad_W`)."""
+        if self._Xt is None:
+            Xt = sp.csr_matrix(self._node_matrix().T)
+            Xt.sort_indices()
+            self._Xt = (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int64),
+                        Xt.data.astype(np.float64, copy=False))
+        return self._Xt
+
+    def _rows(self):
+        """Feature of every pair weight (``pairs`` only)."""
+        if self._pair_rows is None:
+            wptr = self.pairs[0]
+            self._pair_rows = np.repeat(np.arange(wptr.shape[0] - 1), np.diff(wptr))
+        return self._pair_rows
+
     def split(self, w):
-        nW = self.W_shape[0] * self.W_shape[1]
-        return w[:nW].reshape(self.W_shape), w[nW:].reshape(self.P_shape)
+        """``(W (F, Kp), P (EF, K, K))`` of flat weights: views without ``pairs``, the
+        full ``W`` (zeros off the pairs) with them."""
+        nW = self.n_node_weights
+        P = w[nW:].reshape(self.P_shape)
+        if self.pairs is None:
+            return w[:nW].reshape(self.W_shape), P
+        W = np.zeros(self.W_shape)
+        W[self._rows(), self.pairs[1]] = w[:nW]
+        return W, P
+
+    def full_weights(self, w):
+        """The flat weights in the full layout (``W`` row by row, then ``P``): ``w``
+        itself without ``pairs``, else one new vector with zeros off the pairs."""
+        if self.pairs is None:
+            return w
+        nW = self.n_node_weights
+        nF = self.W_shape[0] * self.W_shape[1]
+        out = np.zeros(nF + w.shape[0] - nW)
+        out[self._rows() * self.W_shape[1] + self.pairs[1]] = w[:nW]
+        out[nF:] = w[nW:]
+        return out
 
     def potentials(self, W, P):
         """Node potentials (N, K) (plus ``offset``), the edge tables with their
@@ -255,27 +470,45 @@ class CRFObjective:
         return (self.tied and self.identity and self.sw is None and self.offset is None
                 and bool(np.all(d.kind == 0)))
 
+    def _fused_arrays(self):
+        """What :func:`chain_value_grad` reads of the design, without copies: the
+        CSR arrays as they are (int32 column indices stay int32)."""
+        d = self.design
+        X = d.features
+        xind = X.indices if X.indices.dtype == np.int32 else X.indices.astype(np.int64)
+        xptr = X.indptr.astype(np.int64, copy=False)
+        ef = d.edge_features
+        pwi = ef.indices.astype(np.int64)
+        y = np.asarray(d.y, np.int64)
+        if self.pairs is None:
+            wptr = wlab = np.zeros(1, np.int64)
+        else:
+            wptr, wlab = self.pairs
+        return (X.data, xind, xptr, d.xrow, d.xoff, wptr, wlab, self.pairs is not None, pwi, y)
+
     def _value_grad_fused(self, w):
         import numba
 
-        W, P = self.split(w)
-        D = self.D
+        nW = self.n_node_weights
         b = self.design.batch
+        xdata, xind, xptr, xrow, xoff, wptr, wlab, compact, pwi, y = self._fused_arrays()
+        # one chunk (and one gradient buffer) per thread
         chunks = b.chunks(numba.get_num_threads())
         n_chunks = chunks.shape[0] - 1
-        G = np.zeros((n_chunks,) + self.W_shape)
-        GP = np.zeros((n_chunks,) + self.P_shape)
+        G = np.zeros((n_chunks, w.shape[0]))
         nll = np.zeros(n_chunks)
-        chain_value_grad(b.node_offsets, b.edge_offsets, D.xdata, D.xind, D.xptr, D.xrow, D.xoff,
-                         np.ascontiguousarray(W), D.cmap, D.csign, D.dense, np.ascontiguousarray(P),
-                         D.pw_index, D.y, chunks, np.empty((self.N, self.K)),
-                         np.empty((self.N, self.K)), G, GP, nll)
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        P = w[nW:].reshape(self.P_shape)
+        chain_value_grad(b.node_offsets, b.edge_offsets, xdata, xind, xptr, xrow, xoff,
+                         w[:nW], wptr, wlab, compact, P, pwi, y, chunks, G, nll)
         if not np.all(np.isfinite(nll)):
             raise ValueError("a sample's true labelling has probability 0 under the model (a "
                              "-inf potential forbids it)")
         C = self.C
         value = C * float(nll.sum()) + 0.5 * float(w @ w)
-        g = np.concatenate([C * G.sum(axis=0).ravel(), C * GP.sum(axis=0).ravel()]) + w
+        g = G[0] if n_chunks == 1 else G.sum(axis=0)
+        g *= C
+        g += w
         return value, g
 
     def value_grad(self, w):
@@ -301,6 +534,8 @@ class CRFObjective:
         if self.node_w is not None:
             R *= self.node_w[:, None]
         gW = self.grad_W(R)
+        if self.pairs is not None:
+            gW = gW[self._rows(), self.pairs[1]]
         gP = self.edge_residual_grad(edge)
         C = self.C
         value = C * float(nll.sum()) + 0.5 * float(w @ w)
@@ -339,6 +574,204 @@ def fit_lbfgs(obj, w0, max_iter, tol, verbose=False):
     return res.x, int(res.nit), {k: np.asarray(v, np.float64) for k, v in hist.items()}
 
 
+@jit
+def _direction(S, Y, rho, order, gamma, g, d, alpha):
+    """``d = -H g`` by L-BFGS's two-loop recursion over the pairs ``order`` (newest
+    first), each dot product fused with the previous update: two passes over
+    every stored pair."""
+    n = g.shape[0]
+    L = order.shape[0]
+    for i in range(n):
+        d[i] = -g[i]
+    if L == 0:
+        for i in range(n):
+            d[i] *= gamma
+        return
+    k = order[0]
+    acc = 0.0
+    for i in range(n):
+        acc += S[k, i] * d[i]
+    a = rho[k] * acc
+    for q in range(L):
+        k = order[q]
+        alpha[k] = a
+        if q + 1 < L:
+            kn = order[q + 1]
+            acc = 0.0
+            for i in range(n):
+                d[i] -= a * Y[k, i]
+                acc += S[kn, i] * d[i]
+            a = rho[kn] * acc
+        else:
+            acc = 0.0
+            for i in range(n):
+                d[i] = gamma * (d[i] - a * Y[k, i])
+                acc += Y[k, i] * d[i]
+    # acc is y_k . d for the oldest pair k = order[L - 1]
+    for q in range(L - 1, -1, -1):
+        k = order[q]
+        c = alpha[k] - rho[k] * acc
+        if q > 0:
+            kn = order[q - 1]
+            acc = 0.0
+            for i in range(n):
+                d[i] += c * S[k, i]
+                acc += Y[kn, i] * d[i]
+        else:
+            for i in range(n):
+                d[i] += c * S[k, i]
+
+
+@jit
+def _axpy(a, d, x):
+    """``x += a * d`` in place."""
+    for i in range(x.shape[0]):
+        x[i] += a * d[i]
+
+
+@jit
+def _store_pair(step, d, g_new, g, s, y):
+    """``s = step * d``, ``y = g_new - g`` (in the history's precision); returns
+    ``s . y`` and ``y . y`` of the stored values."""
+    ys = 0.0
+    yy = 0.0
+    for i in range(d.shape[0]):
+        s[i] = step * d[i]
+        y[i] = g_new[i] - g[i]
+        si = np.float64(s[i])
+        yi = np.float64(y[i])
+        ys += si * yi
+        yy += yi * yi
+    return ys, yy
+
+
+def lbfgs(fun, x0, max_iter, tol, memory=6, callback=None, max_linesearch=20,
+          overwrite_x0=False, history_dtype=np.float64):
+    """Minimise a smooth convex ``fun`` (returning value and gradient) by L-BFGS.
+
+    What crfsuite runs (liblbfgs's defaults): ``memory`` correction pairs, a
+    first step of length 1 along the steepest descent, then unit steps of the
+    quasi-Newton direction, a line search for the Wolfe conditions (sufficient
+    decrease 1e-4, curvature 0.9) by safeguarded quadratic interpolation and
+    doubling, at most ``max_linesearch`` evaluations per iteration.  Stops
+    after ``max_iter`` iterations, when the relative decrease ``(f_k - f_{k+1})
+    / max(|f_k|, |f_{k+1}|, 1)`` is at most ``tol`` (scipy's ``ftol``), at a
+    zero gradient, or when the line search fails (rounding at the optimum).
+
+    Memory: the ``2 * memory`` vectors of the correction pairs, in
+    ``history_dtype`` (float32 halves them; the pairs' products and the
+    direction are still accumulated in float64, and the inverse-Hessian
+    approximation stays consistent with the pairs as stored), and four float64
+    vectors of ``x``'s size while ``fun`` runs: ``x`` (moved in place along
+    the direction, so trial points need no copy), the gradient, the direction
+    and ``fun``'s new gradient; one more for ``x0`` unless
+    ``overwrite_x0``.  scipy's L-BFGS-B keeps ``2 * maxcor + 5`` float64
+    vectors and runs its bound machinery, whose work per iteration rivals a
+    CRF gradient on large problems.
+
+    Returns ``(x, n_iter)``; ``callback(f)`` is called after every iteration.
+    """
+    x = np.asarray(x0, dtype=np.float64)
+    if not (overwrite_x0 and x.flags.c_contiguous and x.flags.writeable) or x is not x0:
+        x = np.array(x, dtype=np.float64, order="C")
+    n = x.shape[0]
+    f, g = fun(x)
+    S = np.empty((memory, n), history_dtype)
+    Y = np.empty((memory, n), history_dtype)
+    rho = np.zeros(memory)
+    alpha = np.zeros(memory)
+    d = -g
+    gnorm = float(np.sqrt(g @ g))
+    step = 1.0 / gnorm if gnorm > 0 else 1.0
+    n_stored, head, n_iter = 0, 0, 0
+    gamma = 1.0
+    c1, c2 = 1e-4, 0.9
+    while n_iter < max_iter and gnorm > 0:
+        gd = float(g @ d)
+        if not gd < 0:
+            # not a descent direction (rounding): restart from steepest descent
+            np.negative(g, out=d)
+            gd = -gnorm * gnorm
+            n_stored = 0
+        lo, hi, f_lo, gd_lo = 0.0, np.inf, f, gd
+        ok = None
+        at = 0.0            # x is the start point + at * d
+        for _ in range(max_linesearch):
+            _axpy(step - at, d, x)
+            at = step
+            f_new, g_new = fun(x)
+            if not (np.isfinite(f_new) and f_new <= f + c1 * step * gd):
+                hi, f_hi = step, f_new
+                h = hi - lo
+                den = 2.0 * (f_hi - f_lo - gd_lo * h) if np.isfinite(f_hi) else np.inf
+                t = -gd_lo * h * h / den if den > 0 else 0.5 * h
+                step = lo + min(max(t, 0.1 * h), 0.5 * h)
+                del g_new
+                continue
+            gd_new = float(g_new @ d)
+            ok = (step, f_new, g_new)
+            if gd_new >= c2 * gd:
+                break
+            # still descending steeply: a longer step
+            lo, f_lo, gd_lo = step, f_new, gd_new
+            step = 2.0 * step if hi == np.inf else 0.5 * (lo + hi)
+            del g_new
+        if ok is None:
+            _axpy(-at, d, x)
+            break
+        step, f_new, g_new = ok
+        del ok
+        if step != at:
+            _axpy(step - at, d, x)
+        n_iter += 1
+        ys, yy = _store_pair(step, d, g_new, g, S[head], Y[head])
+        g = g_new
+        del g_new
+        rel = (f - f_new) / max(abs(f), abs(f_new), 1.0)
+        f = f_new
+        gnorm = float(np.sqrt(g @ g))
+        if callback is not None:
+            callback(f)
+        if rel <= tol:
+            break
+        if ys > 1e-16 * yy and yy > 0:
+            rho[head] = 1.0 / ys
+            gamma = ys / yy
+            head = (head + 1) % memory
+            n_stored = min(n_stored + 1, memory)
+        else:
+            # the slot of the oldest pair was overwritten by the rejected one
+            n_stored = min(n_stored, memory - 1)
+            if n_stored == 0:
+                gamma = 1.0 / gnorm if gnorm > 0 else 1.0
+        order = (head - 1 - np.arange(n_stored)) % memory
+        _direction(S, Y, rho, order.astype(np.int64), gamma, g, d, alpha)
+        step = 1.0
+    return x, n_iter
+
+
+def fit_crf_lbfgs(obj, w0, max_iter, tol, verbose=False, memory=6, overwrite_w0=False,
+                  history_dtype=np.float32):
+    """:func:`lbfgs` on a :class:`CRFObjective`: ``(w, n_iter, history)`` as
+    :func:`fit_lbfgs` returns them (``overwrite_w0``: iterate in ``w0``'s memory;
+    the correction pairs in single precision by default)."""
+    import time
+
+    hist = {"objective": [], "seconds": []}
+    t0 = time.perf_counter()
+
+    def callback(f):
+        hist["objective"].append(float(f))
+        hist["seconds"].append(time.perf_counter() - t0)
+        if verbose:
+            print(f"iter {len(hist['objective']):4d}  objective "
+                  f"{hist['objective'][-1]:.8g}", flush=True)
+
+    w, n_iter = lbfgs(obj.value_grad, w0, max_iter, tol, memory=memory, callback=callback,
+                      overwrite_x0=overwrite_w0, history_dtype=history_dtype)
+    return w, n_iter, {k: np.asarray(v, np.float64) for k, v in hist.items()}
+
+
 def random_blocks(n_samples, batch_size, rng):
     """Sample indices (sorted) of ``batch_size``-sample blocks: a random partition."""
     perm = rng.permutation(n_samples)
@@ -357,13 +790,16 @@ class AdaGradCRF:
     batch_size : int
     learning_rate : float
     rng : RandomState
+    pairs : tuple or None
+        The node weights' pairs (:class:`CRFObjective`), those of the whole
+        design.
     """
 
-    def __init__(self, design, C, *, batch_size, learning_rate, rng):
+    def __init__(self, design, C, *, batch_size, learning_rate, rng, pairs=None):
         S = design.batch.n_samples
-        self.blocks = [CRFObjective(design.take(idx), C * S / idx.size)
+        self.blocks = [CRFObjective(design.take(idx), C * S / idx.size, pairs=pairs)
                        for idx in random_blocks(S, batch_size, rng)]
-        self.full = CRFObjective(design, C)
+        self.full = CRFObjective(design, C, pairs=pairs)
         self.learning_rate, self.rng = learning_rate, rng
         self.G = None
 
