@@ -18,7 +18,14 @@ marginals ``node`` of shape (N, K), edge marginals ``edge`` of shape (E, K, K)
 * :meth:`terms` -- ``l_j(mu_s)``, the gradient of the value in ``psi``;
 * :meth:`cross` -- ``grad_mu l_j(mu_s) . d_s`` for directions ``d``: the
   derivative in ``psi`` of ``grad_mu L_psi . d``, which is how the surrogate
-  likelihood of the learning algorithms (eq. 14-17) depends on ``psi``.
+  likelihood of the learning algorithms (eq. 14-17) depends on ``psi``;
+* :meth:`linearize` -- ``grad`` and ``cross`` at fixed marginals, where the
+  gradient is linear in ``psi`` (what Algorithm 2's M-step evaluates many
+  times, with whatever the energy can compute once at ``mu`` cached).
+
+Every energy shipped here computes ``cross`` in closed form, in the time of
+one gradient whatever the number of terms; ``Energy._cross`` is the
+generic fallback for a subclass that defines none (one gradient per term).
 
 Energies are sklearn estimators (``get_params``, ``clone``): ``fit`` learns
 whatever the energy needs from training labellings (the dictionary of
@@ -32,7 +39,8 @@ from sklearn.base import BaseEstimator
 
 from ._core import check_psi, segment_sum
 
-__all__ = ["Energy", "LinearMeasurements", "NearestStatistic", "PoissonCounts", "segment_sum"]
+__all__ = ["Energy", "LinearMeasurements", "Linearization", "NearestStatistic", "PoissonCounts",
+           "segment_sum"]
 
 
 def _real_array(value, name):
@@ -72,9 +80,59 @@ def _check_codes(y, batch, n_classes):
     return codes
 
 
+def _dot_per_sample(gn, ge, batch, d_node, d_edge):
+    """``<g_s, d_s>`` per sample: node parts, plus edge parts where both exist."""
+    out = segment_sum(np.einsum("vk,vk->v", gn, d_node), batch.node_offsets)
+    if ge is not None and d_edge is not None:
+        out += segment_sum(np.einsum("eab,eab->e", ge, d_edge), batch.edge_offsets)
+    return out
+
+
+def _one_term_cross(energy, node, edge, batch, d_node, d_edge):
+    """:meth:`Energy.cross` of a one-term energy: its gradient at ``psi = 1`` is
+    ``grad_mu l_1``, so one ``_grad`` call."""
+    gn, ge = energy._grad(node, edge, batch, np.ones((batch.n_samples, 1)))
+    return _dot_per_sample(gn, ge, batch, d_node, d_edge)[:, None]
+
+
+class Linearization:
+    """An energy's gradient at fixed marginals ``mu``, as a function of ``psi``
+    (see :meth:`Energy.linearize`).
+
+    This generic one calls the energy's :meth:`~Energy.grad` and
+    :meth:`~Energy.cross` at ``mu`` on every call; energies return their own
+    when they can cache what does not depend on ``psi``.
+
+    Parameters
+    ----------
+    energy : Energy
+        Fitted.
+    node, edge : arrays (N, K) and (E, K, K) or None
+    batch : GraphBatch
+    """
+
+    def __init__(self, energy, node, edge, batch):
+        self.energy, self.node, self.edge, self.batch = energy, node, edge, batch
+
+    def grad(self, psi):
+        """``sum_j psi_sj grad_mu l_j(mu_s)``: ``(g_node, g_edge or None)``."""
+        return self.energy.grad(self.node, self.edge, self.batch, psi)
+
+    def cross(self, d_node, d_edge=None):
+        """``grad_mu l_j(mu_s) . d_s``, shape (n_samples, n_terms)."""
+        return self.energy.cross(self.node, self.edge, self.batch, d_node, d_edge)
+
+
 class Energy(BaseEstimator):
-    """Base class.  Subclasses set ``convex`` and ``uses_edges`` and implement
-    ``_terms``, ``_grads`` (per-term node gradients combined with weights)."""
+    """Base class of the non-local energies.
+
+    Subclasses set ``convex`` and ``uses_edges`` and implement ``_terms(node,
+    edge, batch)`` (the ``l_j(mu_s)``, (n_samples, n_terms)) and ``_grad(node,
+    edge, batch, psi)`` (the gradient in ``mu`` of ``sum_s L_psi(mu_s)``,
+    linear in ``psi``).  They may override ``_cross`` with a closed form (the
+    fallback calls ``_grad`` once per term) and ``_linearize`` with one that
+    caches what does not depend on ``psi``.
+    """
 
     convex = True
     uses_edges = False
@@ -115,20 +173,61 @@ class Energy(BaseEstimator):
         return self._grad(node, edge, batch, psi)
 
     def cross(self, node, edge, batch, d_node, d_edge=None):
-        """``grad_mu l_j(mu_s) . d_s`` per sample and term, shape (n_samples,
-        n_terms), for a direction ``d`` (node part (N, K), edge part (E, K, K))."""
+        """``grad_mu l_j(mu_s) . d_s`` per sample and term.
+
+        Parameters
+        ----------
+        node, edge : arrays (N, K) and (E, K, K) or None
+            The marginals ``mu``.
+        batch : GraphBatch
+        d_node : array (N, K)
+            Node part of the direction ``d``.
+        d_edge : array (E, K, K) or None, default=None
+            Edge part of ``d`` (ignored by energies on node marginals).
+
+        Returns
+        -------
+        array (n_samples, n_terms)
+        """
         self._check_fitted()
+        return self._cross(node, edge, batch, d_node, d_edge)
+
+    def _cross(self, node, edge, batch, d_node, d_edge):
+        """Generic fallback of :meth:`cross`: one ``_grad`` per term, at a one-hot
+        ``psi`` (``n_terms`` gradients, each of the batch's size).
+
+        Subclasses that know ``grad_mu l_j`` in closed form override it: the
+        energies of this module all do.
+        """
         S, J = batch.n_samples, self.n_terms
         out = np.empty((S, J))
         for j in range(J):
             onehot = np.zeros((S, J))
             onehot[:, j] = 1.0
             gn, ge = self._grad(node, edge, batch, onehot)
-            tot = segment_sum(np.sum(gn * d_node, axis=1), batch.node_offsets)
-            if ge is not None and d_edge is not None:
-                tot += segment_sum(np.sum(ge * d_edge, axis=(1, 2)), batch.edge_offsets)
-            out[:, j] = tot
+            out[:, j] = _dot_per_sample(gn, ge, batch, d_node, d_edge)
         return out
+
+    def linearize(self, node, edge, batch):
+        """The gradient at fixed marginals, a linear function of ``psi``.
+
+        Parameters
+        ----------
+        node, edge : arrays (N, K) and (E, K, K) or None
+            The fixed marginals ``mu``.
+        batch : GraphBatch
+
+        Returns
+        -------
+        Linearization
+            With ``grad(psi)`` (this energy's :meth:`grad` at ``mu``) and
+            ``cross(d_node, d_edge=None)`` (its :meth:`cross` at ``mu``).
+        """
+        self._check_fitted()
+        return self._linearize(node, edge, batch)
+
+    def _linearize(self, node, edge, batch):
+        return Linearization(self, node, edge, batch)
 
     def lipschitz(self, psi, batch):
         """A bound on the Lipschitz constant of ``grad_mu L_psi`` over the samples
@@ -226,7 +325,20 @@ class LinearMeasurements(Energy):
         return self._h(self.measurements(node, edge, batch))
 
     def _grad(self, node, edge, batch, psi):
-        coef = psi * self._dh(self.measurements(node, edge, batch))  # (S, J)
+        return self._grad_at(self._dh(self.measurements(node, edge, batch)), batch, psi)
+
+    def _cross(self, node, edge, batch, d_node, d_edge):
+        return self._cross_at(self._dh(self.measurements(node, edge, batch)), batch, d_node,
+                              d_edge)
+
+    def _linearize(self, node, edge, batch):
+        return _LinearizedMeasurements(self, self._dh(self.measurements(node, edge, batch)),
+                                       batch)
+
+    # grad_mu l_j(mu_s) is h'(m_sj) a_j on every node of s (A_edge[j] on every edge): all
+    # of grad and cross is h'(m) (S, J) and products with A, never a per-term array
+    def _grad_at(self, dh, batch, psi):
+        coef = psi * dh                                              # (S, J)
         per_sample = coef @ self.A_                                  # (S, K)
         gn = np.repeat(per_sample, batch.lengths, axis=0)
         ge = None
@@ -235,6 +347,14 @@ class LinearMeasurements(Energy):
             pe = (coef @ self.A_edge_.reshape(-1, K * K)).reshape(-1, K, K)
             ge = np.repeat(pe, np.diff(batch.edge_offsets), axis=0)
         return gn, ge
+
+    def _cross_at(self, dh, batch, d_node, d_edge):
+        proj = segment_sum(d_node, batch.node_offsets) @ self.A_.T  # (S, J)
+        if self.A_edge_ is not None and d_edge is not None:
+            K = self.n_classes_
+            de = segment_sum(d_edge.reshape(-1, K * K), batch.edge_offsets)
+            proj += de @ self.A_edge_.reshape(-1, K * K).T
+        return dh * proj
 
     def lipschitz(self, psi, batch):
         self._check_fitted()
@@ -249,6 +369,21 @@ class LinearMeasurements(Energy):
         # terms add up: sum over j bounds the sum's Hessian norm
         per_sample = np.sum(psi * norm2, axis=1) / float(self.smoothing)
         return float(per_sample.max()) if per_sample.size else 0.0
+
+
+class _LinearizedMeasurements(Linearization):
+    """:class:`LinearMeasurements` at fixed marginals: only ``h'(m)`` (n_samples,
+    n_terms) of the fixed measurements is kept."""
+
+    def __init__(self, energy, dh, batch):
+        self.energy, self.dh, self.batch = energy, dh, batch
+
+    def grad(self, psi):
+        psi = check_psi(psi, self.batch.n_samples, self.energy.n_terms)
+        return self.energy._grad_at(self.dh, self.batch, psi)
+
+    def cross(self, d_node, d_edge=None):
+        return self.energy._cross_at(self.dh, self.batch, d_node, d_edge)
 
 
 class NearestStatistic(Energy):
@@ -395,6 +530,15 @@ class NearestStatistic(Energy):
         return _target_grad(self.statistic, node, batch, self._targets(best, batch),
                             np.where(best >= 0, psi[:, 0], 0.0))
 
+    def _cross(self, node, edge, batch, d_node, d_edge):
+        return _one_term_cross(self, node, edge, batch, d_node, d_edge)
+
+    def _linearize(self, node, edge, batch):
+        # at fixed mu the nearest entries are fixed: the energy's gradient there is
+        # that of those entries' pieces, without the distances to every entry
+        _, best = self._nearest(node, batch)
+        return Linearization(self.piece(best, batch), node, edge, batch)
+
     def pieces(self, node, batch, n_pieces=None):
         """The energy as a minimum of convex pieces, for global inference.
 
@@ -482,6 +626,9 @@ class _Target(Energy):
     def _grad(self, node, edge, batch, psi):
         return _target_grad(self.statistic, node, batch, self.targets, psi[:, 0])
 
+    def _cross(self, node, edge, batch, d_node, d_edge):
+        return _one_term_cross(self, node, edge, batch, d_node, d_edge)
+
 
 class PoissonCounts(Energy):
     """Poisson count likelihood of a collective graphical model (eq. 23).
@@ -555,6 +702,9 @@ class PoissonCounts(Energy):
         g = a - self.counts_ / (M * np.maximum(node, 1e-300))
         g = np.maximum(g, -1e300)
         return g * np.repeat(psi[:, 0], batch.lengths)[:, None], None
+
+    def _cross(self, node, edge, batch, d_node, d_edge):
+        return _one_term_cross(self, node, edge, batch, d_node, d_edge)
 
 
 ENERGIES = (LinearMeasurements, NearestStatistic, PoissonCounts)

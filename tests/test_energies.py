@@ -3,7 +3,15 @@
 import numpy as np
 import pytest
 
-from skstruct.energies import LinearMeasurements, NearestStatistic, PoissonCounts, segment_sum
+from skstruct.energies import (
+    Energy,
+    Linearization,
+    LinearMeasurements,
+    NearestStatistic,
+    PoissonCounts,
+    _Target,
+    segment_sum,
+)
 from skstruct.inference import GraphBatch
 
 
@@ -146,21 +154,163 @@ def test_nearest_statistic_is_the_minimum_of_its_pieces(statistic):
               edge[batch.take(owner2)[2]], 1.3, False)
 
 
+def _energies(rng, batch, K):
+    """Every energy of the module, fitted, with the marginals-reading flag of each."""
+    J = 5
+    A = rng.normal(size=(J, K))
+    b = rng.normal(size=J)
+    lm = LinearMeasurements(A, b, smoothing=0.8).fit(None, batch, K)
+    lm_edge = LinearMeasurements(A, b, A_edge=rng.normal(size=(J, K, K)),
+                                 smoothing=0.8).fit(None, batch, K)
+    ytr = rng.integers(0, K, batch.n_nodes)
+    uni = NearestStatistic("unigram").fit(ytr, batch, K)
+    marg = NearestStatistic("marginals").fit(ytr, batch, K)
+    counts = rng.poisson(2.0, size=(batch.n_nodes, K)).astype(float)
+    # one target per sample: a labelling of another sample of the same length, or none
+    codes = rng.integers(-1, K, batch.n_nodes)
+    return {"linear": lm, "linear_edge": lm_edge, "unigram": uni, "marginals": marg,
+            "target_unigram": _Target("unigram", rng.poisson(2.0, size=(batch.n_samples, K))
+                                      .astype(float), K),
+            "target_marginals": _Target("marginals", codes, K),
+            "poisson": PoissonCounts(counts, population=7.0, rate=0.6).fit(None, batch, K)}
+
+
+ENERGY_NAMES = ["linear", "linear_edge", "unigram", "marginals", "target_unigram",
+                "target_marginals", "poisson"]
+
+
+@pytest.mark.parametrize("name", ENERGY_NAMES)
+def test_closed_form_cross_equals_the_per_term_loop(name):
+    rng = np.random.default_rng(11)
+    K = 4
+    batch = GraphBatch.from_chains([3, 1, 5, 2, 4])
+    node, edge = _marginals(rng, batch, K)
+    en = _energies(rng, batch, K)[name]
+    # every energy shipped has its own cross: the generic loop is only a fallback
+    assert type(en)._cross is not Energy._cross
+    e = edge if en.uses_edges else None
+    d_node = rng.normal(size=node.shape)
+    d_edge = rng.normal(size=edge.shape)
+    for de in (d_edge, None):
+        fast = en.cross(node, e, batch, d_node, de)
+        loop = Energy._cross(en, node, e, batch, d_node, de)
+        assert fast.shape == (batch.n_samples, en.n_terms)
+        assert np.allclose(fast, loop, rtol=0, atol=1e-10)
+    assert np.abs(fast).max() > 1e-3            # not a trivially zero comparison
+    if en.uses_edges:
+        # the edge direction counts: dropping it changes the result
+        assert not np.allclose(en.cross(node, e, batch, d_node, d_edge),
+                               en.cross(node, e, batch, d_node, None))
+
+
+@pytest.mark.parametrize("name", ENERGY_NAMES)
+def test_cross_is_the_directional_derivative_of_the_terms(name):
+    # cross_sj = grad_mu l_j(mu_s) . d_s: the derivative of l_j along d
+    rng = np.random.default_rng(12)
+    K = 3
+    batch = GraphBatch.from_chains([4, 2, 3])
+    node, edge = _marginals(rng, batch, K)
+    node = 0.2 + 0.6 * node                       # away from 0 (Poisson's log)
+    en = _energies(rng, batch, K)[name]
+    use = en.uses_edges
+    d_node = rng.normal(size=node.shape)
+    d_edge = rng.normal(size=edge.shape) if use else None
+    eps = 1e-6
+
+    def terms(t):
+        return en.terms(node + t * d_node, edge + t * d_edge if use else None, batch)
+
+    fd = (terms(eps) - terms(-eps)) / (2 * eps)
+    assert np.allclose(en.cross(node, edge if use else None, batch, d_node, d_edge), fd,
+                       rtol=1e-5, atol=1e-6)
+
+
 def test_cross_is_the_psi_derivative_of_the_gradient():
     rng = np.random.default_rng(4)
     K = 3
     batch = GraphBatch.from_chains([3, 4])
     node, edge = _marginals(rng, batch, K)
-    en = LinearMeasurements(rng.normal(size=(3, K))).fit(None, batch, K)
+    for Ae in (None, rng.normal(size=(3, K, K))):
+        en = LinearMeasurements(rng.normal(size=(3, K)), A_edge=Ae).fit(None, batch, K)
+        e = None if Ae is None else edge
+        d = rng.normal(size=node.shape)
+        de = rng.normal(size=edge.shape)
+        psi = rng.uniform(size=(2, 3))
+        c = en.cross(node, e, batch, d, de)
+        eps = 1e-4
+        for j in range(3):
+            step = np.zeros_like(psi)
+            step[:, j] = eps
+            g1n, g1e = en.grad(node, e, batch, psi + step)
+            g0n, g0e = en.grad(node, e, batch, psi - step)
+            dd = segment_sum(((g1n - g0n) * d).sum(1), batch.node_offsets)
+            if Ae is not None:
+                dd += segment_sum(((g1e - g0e) * de).sum((1, 2)), batch.edge_offsets)
+            assert np.allclose(dd / (2 * eps), c[:, j])
+
+
+@pytest.mark.parametrize("name", ENERGY_NAMES)
+def test_linearization_is_the_gradient_at_fixed_marginals(name):
+    rng = np.random.default_rng(13)
+    K = 4
+    batch = GraphBatch.from_chains([3, 6, 2, 4])
+    node, edge = _marginals(rng, batch, K)
+    en = _energies(rng, batch, K)[name]
+    e = edge if en.uses_edges else None
+    lin = en.linearize(node, e, batch)
+    assert isinstance(lin, Linearization)
+    for _ in range(2):                             # the cache is reused, not consumed
+        psi = rng.uniform(0.1, 2.0, size=(batch.n_samples, en.n_terms))
+        d_node, d_edge = rng.normal(size=node.shape), rng.normal(size=edge.shape)
+        for got, ref in zip(lin.grad(psi), en.grad(node, e, batch, psi)):
+            assert (got is None) == (ref is None)
+            if ref is not None:
+                assert np.allclose(got, ref, rtol=0, atol=1e-12)
+        assert np.allclose(lin.cross(d_node, d_edge), en.cross(node, e, batch, d_node, d_edge),
+                           rtol=0, atol=1e-12)
+    # linear in psi: the gradient at psi is sum_j psi_j times the terms' directions
+    assert np.allclose(lin.grad(2.0 * psi)[0], 2.0 * lin.grad(psi)[0])
+
+
+class _SquaredCounts(Energy):
+    """A user energy with several terms and no closed-form cross: ``l_j =
+    (a_j . U_s - c_j)^2 / 2`` on the expected label counts ``U_s``."""
+
+    def __init__(self, A, c):
+        self.A = A
+        self.c = c
+
+    @property
+    def n_terms(self):
+        return np.asarray(self.A).shape[0]
+
+    def _terms(self, node, edge, batch):
+        r = segment_sum(node, batch.node_offsets) @ np.asarray(self.A).T - self.c
+        return 0.5 * r * r
+
+    def _grad(self, node, edge, batch, psi):
+        r = segment_sum(node, batch.node_offsets) @ np.asarray(self.A).T - self.c
+        return np.repeat((psi * r) @ np.asarray(self.A), batch.lengths, axis=0), None
+
+
+def test_user_energy_without_closed_form_goes_through_the_fallback():
+    rng = np.random.default_rng(14)
+    K = 3
+    batch = GraphBatch.from_chains([3, 4, 2])
+    node, _ = _marginals(rng, batch, K)
+    A = rng.normal(size=(4, K))
+    c = rng.normal(size=4)
+    en = _SquaredCounts(A, c).fit(None, batch, K)
     d = rng.normal(size=node.shape)
-    psi = rng.uniform(size=(2, 3))
-    c = en.cross(node, None, batch, d)
-    for j in range(3):
-        e = np.zeros_like(psi)
-        e[:, j] = 1.0
-        g1, _ = en.grad(node, None, batch, psi + e)
-        g0, _ = en.grad(node, None, batch, psi)
-        assert np.allclose(segment_sum(((g1 - g0) * d).sum(1), batch.node_offsets), c[:, j])
+    got = en.cross(node, None, batch, d)
+    # by hand: grad l_j = r_sj a_j on every node, so cross = r_sj a_j . sum_v d_v
+    r = segment_sum(node, batch.node_offsets) @ A.T - c
+    assert np.allclose(got, r * (segment_sum(d, batch.node_offsets) @ A.T))
+    lin = en.linearize(node, None, batch)
+    assert type(lin) is Linearization
+    psi = rng.uniform(size=(3, 4))
+    assert np.allclose(lin.grad(psi)[0], en.grad(node, None, batch, psi)[0])
+    assert np.allclose(lin.cross(d), got)
 
 
 def test_energy_errors():

@@ -17,9 +17,8 @@ epoch / outer iteration per :meth:`epoch` call.
 
 import numpy as np
 
-from .._core import segment_sum
-from .._core._validation import check_memory
-from ..inference import bethe_project
+from ..inference import bethe_project, marginals_batch
+from ..inference._bethe import one_blas_thread
 from ._crf import CRFObjective, fit_lbfgs, random_blocks
 
 
@@ -81,6 +80,11 @@ class DoublyStochastic:
         self.Gw = np.full_like(w, 1e-8)
 
     def epoch(self):
+        # projections and the energy's products alternate: see one_blas_thread
+        with one_blas_thread():
+            self._epoch()
+
+    def _epoch(self):
         energy = self.project.energy
         V, w = self.V, self.w
         for b in self.rng.permutation(len(self.parts)):
@@ -126,21 +130,18 @@ class Alternating:
         if project.energy.uses_edges:
             raise ValueError("learning='alternating' supports energies on node marginals "
                              "only; use learning='stochastic' for an energy with A_edge")
-        # the surrogate keeps one (n_nodes, K) gradient direction per term
-        J = project.energy.n_terms
-        check_memory(8 * J * obj.N * obj.K,
-                     f"learning='alternating' with {J} energy terms on {obj.N} nodes and "
-                     f"{obj.K} classes", "use learning='stochastic' (which keeps no "
-                     "per-term arrays) or an energy with fewer terms")
         self.obj, self.Phi, self.V, self.w = obj, Phi, V, w
         self.C, self.C_energy, self.fit_theta, self.project = C, C_energy, fit_theta, project
 
     def epoch(self):
-        W, P = self.obj.split(self.w)
-        proj = self.project(self.obj, W, P, psi_of(self.V, self.Phi))
-        sur = Surrogate(self.obj, self.project.energy, proj, self.Phi, C=self.C,
-                        C_energy=self.C_energy, fit_theta=self.fit_theta, w=self.w)
-        x, _, _ = fit_lbfgs(sur, sur.pack(self.V, self.w), 30, 1e-9)
+        # the projection and the surrogate alternate the CRF's oracle and the energy's
+        # products: see one_blas_thread
+        with one_blas_thread():
+            W, P = self.obj.split(self.w)
+            proj = self.project(self.obj, W, P, psi_of(self.V, self.Phi))
+            sur = Surrogate(self.obj, self.project.energy, proj, self.Phi, C=self.C,
+                            C_energy=self.C_energy, fit_theta=self.fit_theta, w=self.w)
+            x, _, _ = fit_lbfgs(sur, sur.pack(self.V, self.w), 30, 1e-9)
         self.V, self.w = sur.unpack(x)
 
 
@@ -148,6 +149,14 @@ class Surrogate:
     """Algorithm 2's M-step objective with the projections ``mu_i`` fixed:
     ``C sum_i -log Q(y_i; theta - grad L_psi(mu_i)) + ||w||^2 / 2 [theta] +
     ||V||^2 / (2 C_e / C)`` in the energy weights ``V`` (and ``w``).
+
+    At fixed ``mu_i`` the energy's gradient ``sum_j psi_ij grad l_j(mu_i)`` is
+    linear in ``psi``, and the derivative of ``-log Q`` in ``psi_ij`` is
+    ``grad l_j(mu_i) . (S(y_i) - m_i)`` (``m_i`` the marginals of ``Q``): both
+    are the energy's :meth:`~skstruct.energies.Energy.linearize` at ``mu_i``,
+    so the objective keeps no per-term array (``O(n_nodes K)`` memory, plus
+    what the energy caches, ``O(n_samples n_terms)`` for
+    :class:`~skstruct.energies.LinearMeasurements`).
 
     Parameters
     ----------
@@ -170,15 +179,10 @@ class Surrogate:
         self.fit_theta = bool(fit_theta)
         self.V_shape = (energy.n_terms, Phi.shape[1])
         self.w_fixed = w.copy()
-        # the per-term gradient directions at the fixed mu_i, one (N, K) array each
-        b = obj.design.batch
-        S, J = b.n_samples, energy.n_terms
-        self.dirs = []
-        for j in range(J):
-            onehot = np.zeros((S, J))
-            onehot[:, j] = 1.0
-            gn, _ = proj.energy.grad(proj.node_marginals, proj.edge_marginals, b, onehot)
-            self.dirs.append(gn)
+        self.linear = proj.energy.linearize(proj.node_marginals, proj.edge_marginals,
+                                            obj.design.batch)
+        # with w fixed the CRF's potentials are too: computed once, not per evaluation
+        self.theta = None if self.fit_theta else obj.potentials(*obj.split(self.w_fixed))
 
     def pack(self, V, w):
         return np.concatenate([V.ravel(), w]) if self.fit_theta else V.ravel().copy()
@@ -195,9 +199,7 @@ class Surrogate:
         psi_raw = self.Phi @ V.T
         psi = np.maximum(psi_raw, 0.0)
         b = obj.design.batch
-        offset = np.zeros((b.n_nodes, obj.K))
-        for j, g in enumerate(self.dirs):
-            offset += g * np.repeat(psi[:, j], b.lengths)[:, None]
+        offset = self.linear.grad(psi)[0]
         if self.fit_theta:
             obj.offset = offset
             try:
@@ -205,14 +207,15 @@ class Surrogate:
             finally:
                 obj.offset = None
         else:
-            W, P = obj.split(w)
-            node, _, logz, score = obj.nll_parts(W, P, offset)
-            val = obj.C * float(np.sum(logz - score))
-        # d(-log Q_i)/d psi_ij = g_ij . (S(y_i) - m_i)
+            theta_v, tables, pwi = self.theta
+            theta_v = theta_v - offset
+            # the value and the gradient in psi read node marginals only
+            node, _, logz = marginals_batch(b, theta_v, tables, pwi, edge_marginals=None)
+            val = obj.C * float(np.sum(logz - obj.truth_scores(theta_v, tables, pwi)))
+        # d(-log Q_i)/d psi_ij = grad l_j(mu_i) . (S(y_i) - m_i), zero where psi is clipped
         d = -node
         d[np.arange(b.n_nodes), obj.design.y] += 1.0
-        gpsi = np.column_stack([segment_sum(np.sum(g * d, axis=1), b.node_offsets)
-                                for g in self.dirs]) * (psi_raw > 0)
+        gpsi = self.linear.cross(d) * (psi_raw > 0)
         r = self.C / self.Ce
         gV = obj.C * (gpsi.T @ self.Phi) + r * V
         val += 0.5 * r * float(np.sum(V * V))

@@ -263,3 +263,37 @@ def test_bethe_project_errors():
     cyc = GraphBatch.from_graphs([3], [np.array([[0, 1], [1, 2], [2, 0]])])
     with pytest.raises(ValueError, match="cycle"):
         bethe_project(unary[:3], P, en, batch=cyc)
+
+
+def test_projections_run_blas_on_one_thread_and_restore_it():
+    # the energy's products and numba's oracle threads fight for the cores otherwise
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from skstruct.inference import _bethe
+
+    def blas_threads():
+        return {d["num_threads"] for d in threadpool_info() if d["user_api"] == "blas"}
+
+    seen = []
+
+    class Spy(LinearMeasurements):
+        def _grad(self, node, edge, batch, psi):
+            seen.append(blas_threads())
+            return super()._grad(node, edge, batch, psi)
+
+    batch = GraphBatch.from_chains([3, 2])
+    energy = Spy(np.ones((2, 2))).fit(None, batch, 2)
+    unary = np.random.default_rng(0).normal(size=(5, 2))
+    with threadpool_limits(2, user_api="blas"):
+        before = blas_threads()
+        bethe_project(unary, np.zeros((2, 2)), energy, batch=batch, max_iter=3)
+        assert seen and all(s == {1} for s in seen)
+        assert blas_threads() == before
+        # nested and failing uses restore the limit too
+        with pytest.raises(RuntimeError):
+            with _bethe.one_blas_thread():
+                with _bethe.one_blas_thread():
+                    assert blas_threads() == {1}
+                assert blas_threads() == {1}
+                raise RuntimeError
+        assert blas_threads() == before and _bethe._BLAS_USERS == 0
