@@ -15,7 +15,7 @@ import pytest
 import scipy.sparse as sp
 
 from skstruct.inference._primal_dual import pd_objective
-from skstruct.models import GraphModel, MultiLabelModel
+from skstruct.models import ChainModel, GraphModel, MultiLabelModel
 from skstruct.solvers import BCFW, ProtocolBCFW, ProtocolSubgradient, Subgradient
 from skstruct.solvers._primal_dual import PrimalDual, counting_numbers, pd_gradient
 from tests.inference.kernel_cases import random_graph
@@ -75,6 +75,45 @@ def test_batched_solver_matches_the_dense_reference(case, which):
     if which == "bcfw":
         primal, dual, gap = fast.objective()
         assert gap >= -1e-12 and primal > dual
+
+
+def test_fused_chain_kernel_matches_the_general_one(monkeypatch):
+    """The fused chain kernel (oracle, line search and updates in one loop) follows the
+    general kernel step for step on the same state, warm start included."""
+    rng = np.random.default_rng(5)
+    K, F = 6, 5
+    X = [rng.normal(size=(int(rng.integers(1, 9)), F)) for _ in range(25)]
+    y = [rng.integers(0, K, len(x)) for x in X]
+    model = ChainModel().fit(X, y)
+    design, _ = model.design(X, y)
+    lam = 1.0 / (0.3 * len(X))
+    kw = dict(lam=lam, surrogate="margin", averaging=True, inference_iter=10)
+
+    def make():
+        return BCFW(design, np.ones(design.batch.n_nodes), **kw)
+
+    fused = make()
+    with monkeypatch.context() as m:
+        m.setattr(BCFW, "_fused_chain_applies", lambda self: False)
+        general = make()
+    assert fused.fused_chain and not general.fused_chain
+    S = fused.n_samples
+    for it in range(8):
+        order = rng.permutation(S).astype(np.int64)
+        fused.run_pass(order)
+        general.run_pass(order)
+        Wf, Pf = fused.weights()
+        Wg, Pg = general.weights()
+        np.testing.assert_allclose(Wf, Wg, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(Pf, Pg, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(fused.objective(), general.objective(), rtol=1e-10,
+                                   atol=1e-12)
+        np.testing.assert_allclose(fused.Pi, general.Pi, rtol=1e-10, atol=1e-12)
+        if it == 3:
+            # a warm start hands the state over to a new solver
+            new = make()
+            new.carry(fused)
+            fused = new
 
 
 def test_pd_gradient_is_the_beliefs_minus_the_truth():
