@@ -145,6 +145,21 @@ def _write_edge(edge_mode, edge_out, c, pw_index, e, xi, scale):
 
 
 @jit
+def forward_step(alpha, Pe, eu, out):
+    """``out[j] = eu[j] * sum_i alpha[i] Pe[i, j]``: one step of the scaled
+    forward recursion (``Pe`` the exponentiated pairwise table)."""
+    K = out.shape[0]
+    for j in range(K):
+        out[j] = 0.0
+    for i in range(K):
+        a = alpha[i]
+        for j in range(K):
+            out[j] += a * Pe[i, j]
+    for j in range(K):
+        out[j] *= eu[j]
+
+
+@jit
 def _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode, edge_out, c,
                eu, beta, nbeta, tmp, xi):
     """Forward-backward in scaled probability space.
@@ -166,16 +181,8 @@ def _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode, edg
                 tmp[j] = eu[0, j]
         else:
             e = pw_index[e0 + t - 1]
-            Pe = epair[e]
             m += pmax[e]
-            for j in range(K):
-                tmp[j] = 0.0
-            for i in range(K):
-                a = node_out[n0 + t - 1, i]
-                for j in range(K):
-                    tmp[j] += a * Pe[i, j]
-            for j in range(K):
-                tmp[j] *= eu[t, j]
+            forward_step(node_out[n0 + t - 1], epair[e], eu[t], tmp)
         s = 0.0
         for j in range(K):
             s += tmp[j]

@@ -19,7 +19,7 @@ from .._core import n_chunks, segment_sum
 from .._core._jit import jit, pjit
 from .._core._validation import check_memory
 from ..inference._api import marginals_batch
-from ..inference._chain import _fb_log, exp_tables
+from ..inference._chain import _exp_row, _fb_log, exp_tables, forward_step
 
 # the scaled forward-backward hands a chain to the log-space one when a step keeps
 # less mass than _TINY or a backward message exceeds _HUGE
@@ -93,29 +93,16 @@ def _fb_rescaled(th, epair, pmax, pwi, e0, T, eu, al, sc, beta, nb, tmp, stage):
     K = th.shape[1]
     logz = 0.0
     for t in range(T):
-        m = -np.inf
-        for k in range(K):
-            if th[t, k] > m:
-                m = th[t, k]
+        m = _exp_row(th, t, eu[t])
         if m == -np.inf:
             return np.nan
-        for k in range(K):
-            eu[t, k] = np.exp(th[t, k] - m)
         if t == 0:
             for j in range(K):
                 tmp[j] = eu[0, j]
         else:
             e = pwi[e0 + t - 1]
-            Pe = epair[e]
             m += pmax[e]
-            for j in range(K):
-                tmp[j] = 0.0
-            for i in range(K):
-                a = al[t - 1, i]
-                for j in range(K):
-                    tmp[j] += a * Pe[i, j]
-            for j in range(K):
-                tmp[j] *= eu[t, j]
+            forward_step(al[t - 1], epair[e], eu[t], tmp)
         s = 0.0
         for j in range(K):
             s += tmp[j]

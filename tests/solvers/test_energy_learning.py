@@ -13,20 +13,13 @@ from skstruct.energies import Energy, LinearMeasurements, NearestStatistic, segm
 from skstruct.models import ChainModel
 from skstruct.solvers._crf import CRFObjective
 from skstruct.solvers._energy import BetheProjector, Surrogate, psi_of
-
-
-def chains(seed=0, n=12, F=3, K=3, max_len=6):
-    rng = np.random.default_rng(seed)
-    X = [rng.normal(size=(int(rng.integers(1, max_len + 1)), F)) for _ in range(n)]
-    y = [rng.integers(0, K, len(x)) for x in X]
-    for k in range(K):
-        y[k][0] = k
-    return X, y
+from tests.test_energies import _SquaredCounts
+from tests.test_nonlocal import chains
 
 
 def _problem(energy, fit_theta, seed=0):
     """A small surrogate: fixed projections at random weights, random psi features."""
-    X, y = chains(seed)
+    X, y = chains(seed, n=12, max_len=6)
     design, _ = ChainModel().fit(X, y).design(X, y)
     obj = CRFObjective(design, 0.8)
     rng = np.random.default_rng(seed)
@@ -147,29 +140,6 @@ def test_alternating_with_thousands_of_terms_allocates_no_per_term_array(monkeyp
     assert peak < per_term / 20
     assert crf.psi_coef_.shape == (J, 1) and np.all(np.isfinite(crf.psi_coef_))
     assert not np.allclose(crf.psi_coef_, 1.0)      # the M-step moved psi
-
-
-class _SquaredCounts(Energy):
-    """A user energy of several terms with no closed-form ``cross``:
-    ``l_j = (a_j . U_s - c_j)^2 / 2`` on the expected label counts ``U_s``."""
-
-    def __init__(self, A, c):
-        self.A = A
-        self.c = c
-
-    @property
-    def n_terms(self):
-        return np.asarray(self.A).shape[0]
-
-    def _residual(self, node, batch):
-        return segment_sum(node, batch.node_offsets) @ np.asarray(self.A).T - self.c
-
-    def _terms(self, node, edge, batch):
-        return 0.5 * self._residual(node, batch) ** 2
-
-    def _grad(self, node, edge, batch, psi):
-        r = self._residual(node, batch)
-        return np.repeat((psi * r) @ np.asarray(self.A), batch.lengths, axis=0), None
 
 
 @pytest.mark.parametrize("learning", ["stochastic", "alternating"])
