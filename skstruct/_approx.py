@@ -205,8 +205,7 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         from .solvers._primal_dual import PrimalDual, counting_numbers
 
         self._check_params()
-        model = resolve_model(self.model, X, y, batched_only=True)
-        design, _ = model.design(X, y)
+        model, (design, _) = resolve_model(self.model, X, y, batched_only=True, design=True)
         self.model_ = model
         self.classes_ = model.classes_
         c_node, c_edge = counting_numbers(design, self.counting_numbers)

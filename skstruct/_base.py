@@ -16,11 +16,13 @@ from .models import StructuredModel, auto_model
 C_RANGE = (1e-100, 1e100)
 
 
-def resolve_model(model, X, y, batched_only=False):
+def resolve_model(model, X, y, batched_only=False, design=False):
     """A fitted clone of ``model`` (``"auto"`` picks one from the data).
 
     ``batched_only``: the estimator needs a built-in model's design (its
-    algorithms read marginals, which the model protocol does not give)."""
+    algorithms read marginals, which the model protocol does not give).
+    ``design``: return ``(model, (design, packed))`` for a built-in model,
+    ``(model, None)`` for one of the protocol."""
     check_sequence(X, "X")
     check_sequence(y, "y")
     if isinstance(model, str):
@@ -35,7 +37,12 @@ def resolve_model(model, X, y, batched_only=False):
         raise ValueError(f"model {type(model).__name__} is not a built-in model (or overrides "
                          "a protocol method); this estimator needs the batched models of "
                          "skstruct.models")
-    return clone(model).fit(X, y)
+    model = clone(model)
+    if not design:
+        return model.fit(X, y)
+    if model.has_batched_path():
+        return model, model.fit_design(X, y)
+    return model.fit(X, y), None
 
 
 def _set_n_features_in(est, model):

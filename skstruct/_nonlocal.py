@@ -272,8 +272,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
             return _AUTO_PIECES
         return None
 
-    def _design(self, X, y=None):
-        design, packed = self.model_.design(X, y)
+    def _design(self, X, y=None, made=None):
+        design, packed = self.model_.design(X, y) if made is None else made
         bad = np.flatnonzero(~np.isin(design.kind, (VITERBI, TREE)))
         if bad.size and hasattr(self.model_, "edges_"):
             raise ValueError(f"the label graph of {self.model_!r} has a cycle: NonLocalCRF "
@@ -301,11 +301,12 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
 
         self._check_params()
         rng = check_random_state(self.random_state)
-        model = resolve_model(self.model, X, y, batched_only=True)
+        model, made = resolve_model(self.model, X, y, batched_only=True, design=True)
         self.model_ = model
         self.classes_ = model.classes_
         _set_n_features_in(self, model)
-        design = self._design(X, y)[0]
+        design = self._design(X, y, made)[0]
+        del made
         pairs = seen_pairs(design) if self.feature_pairs == "seen" else None
         obj = CRFObjective(design, self.C, pairs=pairs)
         w0 = np.zeros(obj.n_weights)

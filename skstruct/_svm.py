@@ -232,7 +232,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
                                  f"protocol, with margin rescaling and its own loss")
 
     # --------------------------------------------------------------------- fit
-    def _make_solver(self, model, X, y):
+    def _make_solver(self, model, X, y, design):
         """The solver of ``self.solver`` for this model and data; with
         ``warm_start``, it continues from the previous fit's state when the data
         have the same shape."""
@@ -240,8 +240,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
 
         batched, protocol = SSVM_SOLVERS[self.solver]
         extra = {"batch_size": self.batch_size} if self.solver == "subgradient" else {}
-        if model.has_batched_path():
-            design, _ = model.design(X, y)
+        if design is not None:
             self._check_structure(design)
             lw = loss_weights(self.class_weight, model.classes_, design.y)[design.y]
             if self.loss == "normalized_hamming":
@@ -286,8 +285,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if isinstance(self.model, StructuredModel) and not self.model.has_batched_path():
             # before the model's own initialize sees them
             _sample_lists(X, y)
-        model = resolve_model(self.model, X, y)
-        solver = self._make_solver(model, X, y)
+        model, packed = resolve_model(self.model, X, y, design=True)
+        solver = self._make_solver(model, X, y, None if packed is None else packed[0])
+        del packed
         S = solver.n_samples
         rng = check_random_state(self.random_state)
         check_every = self.check_every

@@ -65,11 +65,31 @@ def _is_dicts(f):
     return isinstance(f, (list, tuple)) and len(f) > 0 and isinstance(f[0], dict)
 
 
-def _check_magnitude(data, i, what):
-    if data.size and np.max(np.abs(data)) > MAX_FEATURE:
-        raise ValueError(f"sample {i}: {what} reach {np.max(np.abs(data)):.3g}; values above "
-                         f"{MAX_FEATURE:g} overflow the scores: scale them (e.g. "
-                         "NodeTransformer(StandardScaler()))")
+def _check_values(features, offsets, what):
+    """Raise a ``ValueError`` naming the first sample whose rows of ``features``
+    (a stacked array or CSR matrix; sample ``i`` owns rows ``offsets[i]:offsets[i +
+    1]``) hold NaN, infinite or overflowing values.  One pass over the stack
+    rather than one per sample."""
+    data = features.data if sp.issparse(features) else features
+    flat = data.reshape(-1)
+    # in slices, so that the temporaries stay small next to the data
+    step = 1 << 16
+    for start in range(0, flat.shape[0], step):
+        ok = np.abs(flat[start:start + step]) <= MAX_FEATURE  # False for NaN too
+        if not ok.all():
+            pos = start + int(np.flatnonzero(~ok)[0])
+            break
+    else:
+        return
+    row = pos // max(data.shape[1], 1) if data.ndim == 2 else \
+        int(np.searchsorted(features.indptr, pos, side="right")) - 1
+    i = int(np.searchsorted(offsets, row, side="right")) - 1
+    value = flat[pos]
+    if not np.isfinite(value):
+        raise ValueError(f"sample {i}: {what} contain NaN or infinite values")
+    raise ValueError(f"sample {i}: {what} reach {abs(value):.3g}; values above "
+                     f"{MAX_FEATURE:g} overflow the scores: scale them (e.g. "
+                     "NodeTransformer(StandardScaler()))")
 
 
 def refuse_complex(f, i, what):
@@ -94,9 +114,6 @@ def _check_features(f, i, what):
             f = sp.csr_matrix(f, dtype=np.float64)
         if f.ndim != 2:
             raise ValueError(f"sample {i}: {what} must be 2-D, got shape {f.shape}")
-        if not np.all(np.isfinite(f.data)):
-            raise ValueError(f"sample {i}: {what} contain NaN or infinite values")
-        _check_magnitude(f.data, i, what)
         return f
     if not isinstance(f, np.ndarray):
         raw = np.asarray(f)
@@ -108,9 +125,6 @@ def _check_features(f, i, what):
         raise ValueError(f"sample {i}: {what} must be numeric ({exc})") from None
     if a.ndim != 2:
         raise ValueError(f"sample {i}: {what} must be 2-D (n, n_features), got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"sample {i}: {what} contain NaN or infinite values")
-    _check_magnitude(a, i, what)
     return a
 
 
@@ -202,9 +216,13 @@ def pack_X(X, *, n_features=None, n_edge_features=None, kind=None):
         batch = GraphBatch.from_chains(n_nodes)
     else:
         batch = GraphBatch.from_graphs(n_nodes, edges, validate=False)
+    # (values are checked on the stack: sample by sample, the checks cost more than
+    # the packing)
+    _check_values(features, batch.node_offsets, "node features")
     edge_features = None
     if has_ef:
         edge_features = np.concatenate(efeats) if efeats else np.zeros((0, 0))
+        _check_values(edge_features, batch.edge_offsets, "edge features")
     return PackedX(this_kind, features, batch, edge_features)
 
 

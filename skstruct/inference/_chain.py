@@ -151,12 +151,60 @@ def forward_step(alpha, Pe, eu, out):
     K = out.shape[0]
     for j in range(K):
         out[j] = 0.0
-    for i in range(K):
-        a = alpha[i]
+    # four rows of Pe a sweep over out (see maxplus_step)
+    i = 0
+    while i + 3 < K:
+        a0 = alpha[i]
+        a1 = alpha[i + 1]
+        a2 = alpha[i + 2]
+        a3 = alpha[i + 3]
+        r0 = Pe[i]
+        r1 = Pe[i + 1]
+        r2 = Pe[i + 2]
+        r3 = Pe[i + 3]
         for j in range(K):
-            out[j] += a * Pe[i, j]
+            out[j] += (a0 * r0[j] + a1 * r1[j]) + (a2 * r2[j] + a3 * r3[j])
+        i += 4
+    while i < K:
+        a0 = alpha[i]
+        r0 = Pe[i]
+        for j in range(K):
+            out[j] += a0 * r0[j]
+        i += 1
     for j in range(K):
         out[j] *= eu[j]
+
+
+@jit
+def maxplus_step(prev, P, out):
+    """``out[j] = max_i prev[i] + P[i, j]``: one step of the Viterbi recursion.
+
+    Four rows of ``P`` a sweep over ``out``: a row at a time, the loop is
+    bound by loading and storing ``out`` once per row, not by the arithmetic.
+    """
+    K = out.shape[0]
+    for j in range(K):
+        out[j] = prev[0] + P[0, j]
+    i = 1
+    while i + 3 < K:
+        d0 = prev[i]
+        d1 = prev[i + 1]
+        d2 = prev[i + 2]
+        d3 = prev[i + 3]
+        r0 = P[i]
+        r1 = P[i + 1]
+        r2 = P[i + 2]
+        r3 = P[i + 3]
+        for j in range(K):
+            out[j] = max(max(out[j], max(d0 + r0[j], d1 + r1[j])),
+                         max(d2 + r2[j], d3 + r3[j]))
+        i += 4
+    while i < K:
+        d0 = prev[i]
+        r0 = P[i]
+        for j in range(K):
+            out[j] = max(out[j], d0 + r0[j])
+        i += 1
 
 
 @jit

@@ -138,6 +138,9 @@ class DesignModel(StructuredModel):
     # --- fitting the structure -------------------------------------------
     def initialize(self, X, y):
         """Learn the classes, feature counts and structure from training data."""
+        self._initialize(X, y)
+
+    def _initialize(self, X, y):
         self._check_params()
         packed = self._pack(X, fitting=True)
         labels = self._labels(y, packed)
@@ -145,6 +148,22 @@ class DesignModel(StructuredModel):
         self._learn_structure(X, y, packed, labels)
         d = self._design(self._pack(self._first_samples(X), fitting=False))
         self.param_shapes_ = (d.n_features_total, d.n_columns, d.n_edge_features, d.n_classes)
+        return packed, labels
+
+    def fit_design(self, X, y):
+        """:meth:`fit` on the training data, and their :meth:`design`.
+
+        The same as ``self.fit(X, y).design(X, y)``, but ``X`` is validated
+        and packed, and ``y`` checked, once instead of twice.
+        """
+        if _owner(type(self), "initialize") is not DesignModel or \
+                _owner(type(self), "fit") is not StructuredModel:
+            # a subclass's own fitting must run as it is written
+            return self.fit(X, y).design(X, y)
+        packed, labels = self._initialize(X, y)
+        d = self._design(packed)
+        d.y = encode_labels(labels, self.classes_)
+        return d, packed
 
     def _check_params(self):
         validate_params(self)

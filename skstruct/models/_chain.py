@@ -13,6 +13,8 @@ from numba import prange
 
 from .._core._decoders import VITERBI
 from .._core._jit import jit, pjit
+from ..inference._chain import maxplus_step
+from ._kernels import add_rows
 
 
 def is_plain_chain(design):
@@ -37,13 +39,8 @@ def chain_oracle(n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, W, P, U, fwd, lab
         uv = U[t]
         for c in range(K):
             uv[c] = 0.0
-        o = xoff[v]
         r = xrow[v]
-        for p in range(xptr[r], xptr[r + 1]):
-            x = xdata[p]
-            wrow = W[xind[p] + o]
-            for c in range(K):
-                uv[c] += x * wrow[c]
+        add_rows(uv, W, xdata, xind, xptr[r], xptr[r + 1], xoff[v])
     # Viterbi on U + loss.  The forward pass keeps every node's scores
     # instead of back-pointers: a pure max-plus loop vectorises twice as
     # well, and the backtrack recomputes one argmax per node
@@ -55,13 +52,7 @@ def chain_oracle(n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, W, P, U, fwd, lab
     for t in range(1, m):
         prev = fwd[t - 1]
         cur = fwd[t]
-        for j in range(K):
-            best[j] = prev[0] + P[0, j]
-        for i in range(1, K):
-            d = prev[i]
-            Pi = P[i]
-            for j in range(K):
-                best[j] = max(best[j], d + Pi[j])
+        maxplus_step(prev, P, best)
         w = lw[n0 + t]
         uv = U[t]
         for j in range(K):

@@ -120,7 +120,7 @@ class Design:
         X = self.features
         return DesignArrays(
             b.node_offsets, b.edge_offsets, b.edges,
-            X.data.astype(np.float64, copy=False), X.indices.astype(np.int64),
+            X.data.astype(np.float64, copy=False), column_indices(X),
             X.indptr.astype(np.int64),
             ef.data.astype(np.float64, copy=False), ef.indices.astype(np.int64),
             ef.indptr.astype(np.int64), bool(self.tied), pwi,
@@ -151,6 +151,14 @@ class Design:
     def max_edges(self):
         eo = self.batch.edge_offsets
         return int(np.diff(eo).max()) if eo.shape[0] > 1 else 1
+
+
+def column_indices(X):
+    """``X.indices`` as the kernels read them: int32, as scipy stores them, unless
+    the columns outnumber int32 (no copy of a CSR matrix's own int32 indices;
+    one dtype, so one compiled version of every kernel)."""
+    dtype = np.int32 if X.shape[1] < 2 ** 31 else np.int64
+    return X.indices.astype(dtype, copy=False)
 
 
 def decoders(batch, n_classes, inference):

@@ -13,6 +13,35 @@ from .._core._jit import jit, pjit
 
 
 @jit
+def add_rows(out, W, xdata, xind, p0, p1, o):
+    """``out += sum_p xdata[p] * W[xind[p] + o]`` over ``p0 <= p < p1``.
+
+    Four rows a sweep over ``out``: a row at a time, the loop is bound by
+    loading and storing ``out`` once per row rather than by the arithmetic.
+    """
+    K = out.shape[0]
+    p = p0
+    while p + 3 < p1:
+        x0 = xdata[p]
+        x1 = xdata[p + 1]
+        x2 = xdata[p + 2]
+        x3 = xdata[p + 3]
+        r0 = W[xind[p] + o]
+        r1 = W[xind[p + 1] + o]
+        r2 = W[xind[p + 2] + o]
+        r3 = W[xind[p + 3] + o]
+        for c in range(K):
+            out[c] += (x0 * r0[c] + x1 * r1[c]) + (x2 * r2[c] + x3 * r3[c])
+        p += 4
+    while p < p1:
+        x0 = xdata[p]
+        r0 = W[xind[p] + o]
+        for c in range(K):
+            out[c] += x0 * r0[c]
+        p += 1
+
+
+@jit
 def unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, scale, U, dense):
     """``U[v, k] = scale * csign[k] * x_v @ W[:, cmap[k]]`` for the nodes ``n0:n1``.
 
@@ -52,12 +81,7 @@ def unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, scale, U
         for c in range(Kp):
             acc[c] = 0.0
         r = xrow[v]
-        o = xoff[v]
-        for p in range(xptr[r], xptr[r + 1]):
-            x = xdata[p]
-            row = W[xind[p] + o]
-            for c in range(Kp):
-                acc[c] += x * row[c]
+        add_rows(acc, W, xdata, xind, xptr[r], xptr[r + 1], xoff[v])
         if ident:
             for k in range(K):
                 U[v, k] = scale * acc[k]

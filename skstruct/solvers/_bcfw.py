@@ -268,7 +268,7 @@ class BCFW(DesignSolver):
     """
 
     has_dual = True
-    STATE = DesignSolver.STATE + ("A", "Pi", "ell_i", "En", "Pt", "state")
+    STATE = DesignSolver.STATE + ("A", "Pi", "pairs", "ell_i", "En", "Pt", "state")
 
     def __init__(self, design, loss_weight, **kwargs):
         super().__init__(design, loss_weight, **kwargs)
@@ -283,7 +283,6 @@ class BCFW(DesignSolver):
                      "use solver='subgradient', which keeps no per-sample blocks, or fewer "
                      "labels")
         self.A = np.zeros((N, Kp))
-        self.Pi = np.zeros((S,) + self.P.shape)
         self.ell_i = np.zeros(S)
         self.En = np.zeros((N, Kp))
         self.Pt = np.zeros_like(self.P)
@@ -298,6 +297,15 @@ class BCFW(DesignSolver):
         self.mark = np.zeros(F + 1, np.int64)
         self.touched = np.zeros(F, np.int64)
         self.fused_chain = self._fused_chain_applies()
+        if self.fused_chain:
+            from ._bcfw_chain import SparseBlocks
+
+            # the pairwise blocks as short lists (dense (S, K, K) for the others)
+            self.Pi = None
+            self.pairs = SparseBlocks(S, K, 4 * max(self.design.max_nodes, 1))
+        else:
+            self.Pi = np.zeros((S,) + self.P.shape)
+            self.pairs = None
 
     def _fused_chain_applies(self):
         """Margin rescaling on plain chains (see :func:`~skstruct.models._chain.is_plain_chain`)
@@ -313,20 +321,31 @@ class BCFW(DesignSolver):
         if self.fused_chain:
             from ._bcfw_chain import bcfw_chain_pass
 
-            S = self.n_samples
-            K = d.n_classes
-            # the general kernel's state, seen through its one transition table
-            return bcfw_chain_pass(D.node_offsets, D.xdata, D.xind, D.xptr, D.xrow, D.xoff,
-                                   D.y, D.loss_weight, order, self.lam, self.averaging, self.W,
-                                   self.P[0], self.A, self.Pi.reshape(S, K, K), self.ell_i,
-                                   self.En, self.Pt[0], self.state, self.gram, self.gofs,
-                                   d.max_nodes)
+            B = self.pairs
+            gap_sum, done = 0.0, 0
+            while True:
+                gap, n = bcfw_chain_pass(D.node_offsets, D.xdata, D.xind, D.xptr, D.xrow,
+                                         D.xoff, D.y, D.loss_weight, order[done:], self.lam,
+                                         self.averaging, self.W, self.P[0], self.A, B.idx,
+                                         B.val, B.cnt, self.ell_i, self.En, self.Pt[0],
+                                         self.state, self.gram, self.gofs, d.max_nodes)
+                gap_sum += gap
+                done += n
+                if done == len(order):
+                    return gap_sum
+                B.grow(B.cnt[order[done]] + 2 * d.max_nodes)
         sc = self.scratch
         return bcfw_pass(D, self.code, order, self.lam, self.averaging, self.W, self.P, self.A,
                          self.Pi, self.ell_i, self.En, self.Pt, self.state, sc["U"], sc["Ua"],
                          sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], self.V, self.DP,
                          self.mark, self.touched, self.gram, self.gofs, sc["belief"], sc["up"],
                          d.max_nodes, d.max_edges)
+
+    def pairwise_blocks(self):
+        """The pairwise part of every sample's dual block, ``(S, EF, K, K)``."""
+        if self.pairs is not None:
+            return self.pairs.dense()[:, None]
+        return self.Pi
 
     def _averaged(self):
         return self.averaging and self.state[STEP] > 0

@@ -20,6 +20,7 @@ from .._core._jit import jit, pjit
 from .._core._validation import check_memory
 from ..inference._api import marginals_batch
 from ..inference._chain import _exp_row, _fb_log, exp_tables, forward_step
+from ..models._design import column_indices
 
 # the scaled forward-backward hands a chain to the log-space one when a step keeps
 # less mass than _TINY or a backward message exceeds _HUGE
@@ -462,7 +463,7 @@ class CRFObjective:
         CSR arrays as they are (int32 column indices stay int32)."""
         d = self.design
         X = d.features
-        xind = X.indices if X.indices.dtype == np.int32 else X.indices.astype(np.int64)
+        xind = column_indices(X)
         xptr = X.indptr.astype(np.int64, copy=False)
         ef = d.edge_features
         pwi = ef.indices.astype(np.int64)
