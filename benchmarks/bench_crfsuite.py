@@ -147,8 +147,9 @@ def table(runs, args):
         f"{1 / (2 * args.c2):g}`), {args.iters} L-BFGS iterations. Training time: "
         "vectorising + fit for skstruct, dict conversion + append + train for crfsuite "
         "(best of the repeats). Peak: the subprocess's peak RSS, data and feature dicts "
-        "(about 650 MB) included. Ratios: skstruct / crfsuite all, then / crfsuite seen "
-        "(*all*: every attribute x label pair; *seen*: the pairs seen in training).",
+        "(about 650 MB) included, test-set tagging too. Ratios: skstruct / crfsuite all, then "
+        "/ crfsuite seen (*all*: every attribute x label pair; *seen*: the pairs seen in "
+        "training, crfsuite's and sklearn-crfsuite's default).",
         "",
         "| configuration | weights | CPU s | wall s | peak MB | chunk F1 | final objective "
         "| CPU ratio | wall ratio | peak ratio |",

