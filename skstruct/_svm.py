@@ -285,9 +285,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if isinstance(self.model, StructuredModel) and not self.model.has_batched_path():
             # before the model's own initialize sees them
             _sample_lists(X, y)
-        model, packed = resolve_model(self.model, X, y, design=True)
-        solver = self._make_solver(model, X, y, None if packed is None else packed[0])
-        del packed
+        model, made = resolve_model(self.model, X, y, design=True)
+        solver = self._make_solver(model, X, y, None if made is None else made[0])
+        del made
         S = solver.n_samples
         rng = check_random_state(self.random_state)
         check_every = self.check_every

@@ -208,17 +208,16 @@ def maxplus_step(prev, P, out):
 
 
 @jit
-def _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode, edge_out, c,
-               eu, beta, nbeta, tmp, xi):
-    """Forward-backward in scaled probability space.
+def scaled_forward(unary, n0, epair, pmax, pw_index, e0, T, eu, alpha, scale, tmp):
+    """The forward pass of the scaled recursion on nodes ``n0:n0 + T``.
 
-    Returns the log partition, or NaN as soon as some step has lost too much
-    mass to be trusted; the caller then redoes the chain in log space.
-    ``eu`` is a (T, K) scratch for the exponentiated unaries, so each is
-    computed once.
+    ``alpha[t]`` (rows from 0) receives the forward message of node ``t``
+    normalised to sum 1, ``scale[t]`` its sum before normalising, ``eu[t]``
+    the node's exponentiated unaries (``exp(unary - max)``).  Returns the log
+    partition, or NaN as soon as some step has lost too much mass to be
+    trusted.
     """
     K = unary.shape[1]
-    # forward: node_out rows hold the alphas, normalised to sum 1
     logz = 0.0
     for t in range(T):
         m = _exp_row(unary, n0 + t, eu[t])
@@ -230,16 +229,36 @@ def _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode, edg
         else:
             e = pw_index[e0 + t - 1]
             m += pmax[e]
-            forward_step(node_out[n0 + t - 1], epair[e], eu[t], tmp)
+            forward_step(alpha[t - 1], epair[e], eu[t], tmp)
         s = 0.0
         for j in range(K):
             s += tmp[j]
         if not s >= _TINY:
             return np.nan
         logz += m + np.log(s)
+        scale[t] = s
         inv = 1.0 / s
         for j in range(K):
-            node_out[n0 + t, j] = tmp[j] * inv
+            alpha[t, j] = tmp[j] * inv
+    return logz
+
+
+@jit
+def _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode, edge_out, c,
+               eu, scale, beta, nbeta, tmp, xi):
+    """Forward-backward in scaled probability space.
+
+    Returns the log partition, or NaN as soon as some step has lost too much
+    mass to be trusted; the caller then redoes the chain in log space.
+    ``eu`` is a (T, K) scratch for the exponentiated unaries, so each is
+    computed once; ``scale`` a (T,) scratch.
+    """
+    K = unary.shape[1]
+    # forward: node_out rows hold the alphas, normalised to sum 1
+    logz = scaled_forward(unary, n0, epair, pmax, pw_index, e0, T, eu, node_out[n0:n0 + T],
+                          scale, tmp)
+    if np.isnan(logz):
+        return logz
     # backward, finishing node t + 1 and edge (t, t + 1) on the way
     for k in range(K):
         beta[k] = 1.0
@@ -362,6 +381,7 @@ def _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index
     nbeta = np.empty(K)
     tmp = np.empty(K)
     xi = np.empty((K, K))
+    scale = np.empty(eu.shape[0])
     dirty = False
     for s in range(lo, hi):
         if not active[s]:
@@ -375,7 +395,7 @@ def _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index
         logz = np.nan
         if not use_log[s]:
             logz = _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode,
-                              edge_out, c, eu, beta, nbeta, tmp, xi)
+                              edge_out, c, eu, scale, beta, nbeta, tmp, xi)
             if np.isnan(logz):
                 use_log[s] = True
                 if edge_mode == 2:

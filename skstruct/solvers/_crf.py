@@ -19,12 +19,11 @@ from .._core import n_chunks, segment_sum
 from .._core._jit import jit, pjit
 from .._core._validation import check_memory
 from ..inference._api import marginals_batch
-from ..inference._chain import _exp_row, _fb_log, exp_tables, forward_step
+from ..inference._chain import _fb_log, exp_tables, scaled_forward
 from ..models._design import column_indices
 
-# the scaled forward-backward hands a chain to the log-space one when a step keeps
-# less mass than _TINY or a backward message exceeds _HUGE
-_TINY = 1e-150
+# the scaled forward-backward hands a chain to the log-space one when a forward step
+# keeps too little mass (see scaled_forward) or a backward message exceeds _HUGE
 _HUGE = 1e250
 
 
@@ -92,28 +91,9 @@ def _fb_rescaled(th, epair, pmax, pwi, e0, T, eu, al, sc, beta, nb, tmp, stage):
     redoes the chain in log space).
     """
     K = th.shape[1]
-    logz = 0.0
-    for t in range(T):
-        m = _exp_row(th, t, eu[t])
-        if m == -np.inf:
-            return np.nan
-        if t == 0:
-            for j in range(K):
-                tmp[j] = eu[0, j]
-        else:
-            e = pwi[e0 + t - 1]
-            m += pmax[e]
-            forward_step(al[t - 1], epair[e], eu[t], tmp)
-        s = 0.0
-        for j in range(K):
-            s += tmp[j]
-        if not s >= _TINY:
-            return np.nan
-        logz += m + np.log(s)
-        sc[t] = s
-        inv = 1.0 / s
-        for j in range(K):
-            al[t, j] = tmp[j] * inv
+    logz = scaled_forward(th, 0, epair, pmax, pwi, e0, T, eu, al, sc, tmp)
+    if np.isnan(logz):
+        return logz
     for t in range(T - 2, -1, -1):
         e = pwi[e0 + t]
         Pe = epair[e]
