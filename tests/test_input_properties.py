@@ -29,7 +29,7 @@ from scipy.special import logsumexp, softmax
 from sklearn.exceptions import NotFittedError
 from sklearn.preprocessing import StandardScaler
 
-from skstruct import ApproxStructuredPredictor, NonLocalCRF, StructuredSVM
+from skstruct import ApproxStructuredPredictor, NonLocalCRF, StructuredPerceptron, StructuredSVM
 from skstruct.energies import LinearMeasurements, NearestStatistic, PoissonCounts, segment_sum
 from skstruct.inference import (
     GraphBatch,
@@ -1013,8 +1013,12 @@ def crf_energy():
                        energy_max_iter=1, random_state=0)
 
 
-ESTIMATORS = st.sampled_from([svm, approx, crf, crf_energy])
-CLASSES = (StructuredSVM, ApproxStructuredPredictor, NonLocalCRF)
+def perceptron():
+    return StructuredPerceptron(max_iter=2, random_state=0)
+
+
+ESTIMATORS = st.sampled_from([svm, approx, crf, crf_energy, perceptron])
+CLASSES = (StructuredSVM, ApproxStructuredPredictor, NonLocalCRF, StructuredPerceptron)
 
 
 @st.composite
@@ -1362,7 +1366,8 @@ def _params_table():
               ("tol", -1e-3), ("tol", np.nan), ("n_jobs", 0), ("n_jobs", "all"),
               ("random_state", "seed"), ("verbose", -1), ("model", "chain"),
               ("model", ChainModel), ("solver", "newton")]
-    table = [(cls, p, v) for cls in CLASSES for p, v in common]
+    # the common parameters each class has (the perceptron has no C, tol or solver)
+    table = [(cls, p, v) for cls in CLASSES for p, v in common if p in cls().get_params()]
     table += [(StructuredSVM, p, v) for p, v in [
         ("surrogate", "hinge"), ("inference_iter", 0), ("batch_size", 0),
         ("class_weight", "auto"), ("class_weight", {7: 1.0}), ("class_weight", {0: -1.0}),
@@ -1381,6 +1386,8 @@ def _params_table():
         ("lipschitz", -1.0), ("learning", "batch"), ("energy_max_iter", -1),
         ("learning_rate", 0), ("batch_size", 0), ("fit_theta", "no"), ("C_energy", 0),
         ("energy", "nearest"), ("energy", LinearMeasurements)]]
+    table += [(StructuredPerceptron, p, v) for p, v in [
+        ("average", "yes"), ("loss_augmented", 1), ("shuffle", "no"), ("inference_iter", 0)]]
     return table
 
 

@@ -303,6 +303,25 @@ def test_marginals_without_energy_are_the_crf_marginals():
     assert np.allclose(np.concatenate(est.predict_marginals(X)), node)
 
 
+@pytest.mark.parametrize("pairs", ["all", "seen"])
+def test_chain_predict_is_the_map_of_the_crf_potentials(pairs):
+    """Without an energy, chains are decoded by the linear model's fused Viterbi: the
+    labels must be the MAP of the CRF's own potentials (brute force on short chains)."""
+    X, y = sparse_chains(5, n=30)
+    est = NonLocalCRF(max_iter=40, feature_pairs=pairs, C=10.0).fit(X, y)
+    design, _ = est.model_.design(X)
+    design.y = np.zeros(design.batch.n_nodes, np.int64)
+    u, t, i = CRFObjective(design, 1.0).potentials(*est._weights())
+    pred = est.predict(X)
+    off = design.batch.node_offsets
+    for s, p in enumerate(pred):
+        U, T = u[off[s]:off[s + 1]], t[0]
+        best = max(itertools.product(range(U.shape[1]), repeat=U.shape[0]),
+                   key=lambda lab: U[np.arange(len(lab)), lab].sum()
+                   + sum(T[a, b] for a, b in zip(lab[:-1], lab[1:])))
+        assert np.array_equal(np.searchsorted(est.classes_, p), best), s
+
+
 # ------------------------------------------------- feature_pairs="seen" and memory
 
 def sparse_chains(seed=0, n=25, F=8, K=3, max_len=6):

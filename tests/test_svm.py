@@ -21,14 +21,6 @@ from sklearn.model_selection import (
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import get_tags
-from sklearn.utils.estimator_checks import (
-    check_do_not_raise_errors_in_init_or_set_params,
-    check_estimator_repr,
-    check_get_params_invariance,
-    check_no_attributes_set_in_init,
-    check_parameters_default_constructible,
-    check_set_params,
-)
 
 from skstruct import StructuredSVM
 from skstruct.datasets import load_letters, load_scene, load_snakes
@@ -44,6 +36,8 @@ from skstruct.preprocessing import NodeTransformer
 from skstruct.solvers import BCFW
 from tests.brute import all_scores, score_of
 from tests.inference.kernel_cases import random_graph
+
+from .sklearn_checks import PARAMETER_CHECKS, run_check
 
 # ---------------------------------------------------------------- data
 
@@ -272,6 +266,32 @@ def test_bcfw_stops_at_tol():
     assert np.all(est.history_["gap"][:-1] > 1e-2)
 
 
+def test_default_checks_start_when_the_free_estimate_nears_tol():
+    """check_every=None: no exact gap while the per-pass estimate is above 2 tol, then every
+    10 passes from the pass it first gets there; the fit stops at the first checked pass
+    whose exact gap is at most tol, as a fit checking every pass from then on would."""
+    X, y = synthetic_chains(seed=1, n=10)
+    every = StructuredSVM(max_iter=1000, tol=0, check_every=1, random_state=0).fit(X, y)
+    est = StructuredSVM(max_iter=1000, tol=1e-2, random_state=0).fit(X, y)
+    # the same iterates: the estimates are those of the fit checked at every pass
+    np.testing.assert_allclose(est.gap_estimates_, every.gap_estimates_[:est.n_iter_],
+                               rtol=1e-12)
+    assert est.gap_estimates_.shape == (est.n_iter_,)
+    armed = int(np.flatnonzero(est.gap_estimates_ <= 2e-2)[0]) + 1
+    assert armed > 10             # the early checks are skipped
+    np.testing.assert_array_equal(est.history_["pass"], np.arange(armed, est.n_iter_ + 1, 10))
+    np.testing.assert_allclose(est.history_["gap"], every.history_["gap"][est.history_["pass"] - 1],
+                               rtol=1e-9)
+    assert est.history_["gap"][-1] <= 1e-2 and np.all(est.history_["gap"][:-1] > 1e-2)
+    # the estimate sums the block gaps at their own steps: within a factor of two of the
+    # exact gap (of the averaged weights) once past the first passes
+    ratio = every.history_["gap"][20:] / every.gap_estimates_[20:]
+    assert np.all((ratio > 0.5) & (ratio < 2.5))
+    # a fit that cannot meet tol pays for the last pass's check only
+    short = StructuredSVM(max_iter=30, tol=1e-6, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(short.history_["pass"], [30])
+
+
 # ---------------------------------------------------------------- Crammer-Singer
 
 
@@ -487,15 +507,9 @@ def test_is_not_a_classifier_mixin_and_declares_non_tabular_input():
     assert tags.input_tags.two_d_array is False
 
 
-@pytest.mark.parametrize("check", [check_get_params_invariance, check_set_params,
-                                   check_parameters_default_constructible,
-                                   check_no_attributes_set_in_init, check_estimator_repr,
-                                   check_do_not_raise_errors_in_init_or_set_params])
+@pytest.mark.parametrize("check", PARAMETER_CHECKS)
 def test_sklearn_estimator_checks(check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        check("StructuredSVM", StructuredSVM())
-        check("StructuredSVM", StructuredSVM(model=MultiLabelModel(edges="tree"), C=0.5))
+    run_check(check, StructuredSVM(), StructuredSVM(model=MultiLabelModel(edges="tree"), C=0.5))
 
 
 def test_get_set_params_and_clone_with_nested_model():

@@ -73,7 +73,7 @@ warnings.filterwarnings("ignore")
 
 import numpy as np  # noqa: E402
 import pystruct  # noqa: E402
-from pystruct.learners import FrankWolfeSSVM, NSlackSSVM, OneSlackSSVM  # noqa: E402
+from pystruct.learners import FrankWolfeSSVM, NSlackSSVM, OneSlackSSVM, StructuredPerceptron  # noqa: E402
 from pystruct.models import ChainCRF, EdgeFeatureGraphCRF, GraphCRF, MultiLabelClf  # noqa: E402
 
 
@@ -173,6 +173,10 @@ def _make_model(cfg, data):
 
 def _make_learner(cfg, model, logger):
     name = cfg["learner"]
+    if name == "perceptron":
+        # Collins's perceptron: no C; samples in the given order
+        return StructuredPerceptron(model, max_iter=int(cfg["max_iter"]),
+                                    average=bool(cfg.get("average", True)), verbose=0)
     C = float(cfg["C"])
     max_iter = int(cfg["max_iter"])
     if name == "frankwolfe":
@@ -316,6 +320,8 @@ def main(argv):
     if cfg["learner"] == "frankwolfe":
         # logger is called once per pass (before the tol check).
         n_iter = logger.last_iteration + 1
+    elif cfg["learner"] == "perceptron":
+        n_iter = len(learner.loss_curve_)
     else:
         # one entry per cutting-plane iteration (one-slack: per QP solve,
         # n-slack: per pass) plus the final one.
@@ -340,8 +346,8 @@ def main(argv):
         "test_hamming_loss": 1.0 - test_acc,
         "train_accuracy": train_acc,
         "curve": curve,
-        "primal_objective_C_form": _primal_c_form(
-            model, w, float(cfg["C"]), X_train, Y_train),
+        "primal_objective_C_form": (None if cfg.get("C") is None else _primal_c_form(
+            model, w, float(cfg["C"]), X_train, Y_train)),
         "n_train_samples": int(len(X_train)),
         "n_test_samples": int(len(X_test)),
     }

@@ -24,6 +24,9 @@ import scipy.sparse as sp
 from ._batch import GraphBatch
 from ._validation import check_edges
 
+# elements per slice where a whole-stack pass would make full-size temporaries
+_SLICE = 1 << 16
+
 
 @dataclass
 class PackedX:
@@ -73,7 +76,7 @@ def _check_values(features, offsets, what):
     data = features.data if sp.issparse(features) else features
     flat = data.reshape(-1)
     # in slices, so that the temporaries stay small next to the data
-    step = 1 << 16
+    step = _SLICE
     for start in range(0, flat.shape[0], step):
         ok = np.abs(flat[start:start + step]) <= MAX_FEATURE  # False for NaN too
         if not ok.all():
@@ -420,8 +423,12 @@ def _narrow_text_dtype(parts):
 
 def fit_classes(labels):
     """Sorted distinct labels (what ``classes_`` holds), of ``labels``' dtype."""
+    # distinct labels of each slice, then of their union: the same result as
+    # ``np.unique(labels)`` without its sorted copy of all N labels
     try:
-        classes = np.unique(labels)
+        classes = np.unique(np.concatenate(
+            [np.unique(labels[i:i + _SLICE]) for i in range(0, labels.shape[0], _SLICE)]
+            or [labels]))
     except TypeError as exc:
         raise ValueError(f"labels must be of one comparable type ({exc})") from None
     if classes.shape[0] == 0:
@@ -436,13 +443,17 @@ def encode_labels(labels, classes):
     it can count as an error instead of crashing or producing NaN.
     """
     labels = np.asarray(labels)
-    if labels.shape[0] == 0:
-        return np.zeros(0, np.int64)
-    try:
-        pos = np.searchsorted(classes, labels)
-    except TypeError:
-        return np.full(labels.shape[0], -1, np.int64)
-    pos = np.clip(pos, 0, classes.shape[0] - 1)
-    codes = pos.astype(np.int64)
-    codes[classes[pos] != labels] = -1
+    codes = np.empty(labels.shape[0], np.int64)
+    last = classes.shape[0] - 1
+    # slice by slice: the positions and the comparison's copy of the labels stay small
+    for i in range(0, labels.shape[0], _SLICE):
+        part = labels[i:i + _SLICE]
+        try:
+            pos = np.searchsorted(classes, part)
+        except TypeError:
+            return np.full(labels.shape[0], -1, np.int64)
+        np.minimum(pos, last, out=pos)
+        out = codes[i:i + _SLICE]
+        out[:] = pos
+        out[classes[pos] != part] = -1
     return codes

@@ -114,6 +114,19 @@ class StructuredModel(BaseEstimator):
         return False
 
 
+def _sparse_rows(A):
+    """CSR matrix of the non-zero entries of a dense 2-D float array: scipy's
+    conversion, through COO, takes three times as long (5 ms on OCR's 5375
+    letters of 128 pixels, at every fit)."""
+    n, F = A.shape
+    mask = A != 0
+    idx = np.flatnonzero(mask)
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.count_nonzero(mask, axis=1), out=indptr[1:])
+    cols = (idx % max(F, 1)).astype(np.int32)
+    return sp.csr_matrix((A.reshape(-1)[idx], cols, indptr), shape=(n, F))
+
+
 def _owner(cls, name):
     """The class of ``cls``'s MRO that defines attribute ``name``."""
     for klass in cls.__mro__:
@@ -289,7 +302,8 @@ class DesignModel(StructuredModel):
                     (features.ravel(), np.tile(np.arange(F, dtype=np.int32), n),
                      np.arange(0, n * F + 1, F, dtype=np.int64)), shape=(n, F))
         if not dense:
-            features = sp.csr_matrix(features, dtype=np.float64)
+            features = (_sparse_rows(features) if not sp.issparse(features)
+                        else sp.csr_matrix(features, dtype=np.float64))
             features.sum_duplicates()
         edge_features = sp.csr_matrix(edge_features, dtype=np.float64)
         edge_features.eliminate_zeros()

@@ -8,7 +8,9 @@
 * :mod:`._primal_dual`: Hazan & Urtasun's primal-dual message passing with
   the parameter step (gradient or L-BFGS direction, Armijo line search);
 * :mod:`._crf`: the CRF likelihood (value, gradient, marginals) and its
-  L-BFGS fit.
+  L-BFGS fit;
+* :mod:`._perceptron`: the averaged structured perceptron, batched and
+  through the protocol.
 
 Registering a structured SVM solver: one module with a batched class and a
 protocol class, and one line in :data:`SSVM_SOLVERS`.
