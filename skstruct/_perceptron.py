@@ -9,6 +9,7 @@ from sklearn.utils import check_random_state
 
 from ._base import StructuredEstimatorMixin, _set_n_features_in, resolve_model
 from ._core._params import Interval, Options, validate_params
+from ._core._validation import check_n_jobs
 from .models import StructuredModel
 
 
@@ -148,6 +149,7 @@ class StructuredPerceptron(StructuredEstimatorMixin, BaseEstimator):
         self
         """
         validate_params(self)
+        check_n_jobs(self.n_jobs)
         if isinstance(self.model, StructuredModel) and not self.model.has_batched_path():
             from ._svm import _sample_lists
 
