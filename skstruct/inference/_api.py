@@ -445,30 +445,33 @@ def check_supermodular(batch, pairwise, pw_index, mask, tol=1e-9):
     """Raise a ``ValueError`` naming the first edge whose pairwise table is not
     supermodular in the label order (``P[a, b] + P[a+1, b+1] >= P[a, b+1] +
     P[a+1, b]``, to ``tol`` relative), or holds a non-finite score."""
-    E = batch.n_edges
-    if E == 0 or pairwise.shape[1] < 2:
+    if batch.n_edges == 0 or pairwise.shape[1] < 2:
         return
-    used = np.zeros(pairwise.shape[0], bool)
     edge_mask = np.repeat(mask, np.diff(batch.edge_offsets))
-    used[pw_index[edge_mask]] = True
-    for t in np.flatnonzero(used):
-        P = pairwise[t]
-        bad = None
-        if not np.all(np.isfinite(P)):
-            bad = "holds a non-finite score"
-        else:
-            d = P[:-1, :-1] + P[1:, 1:] - P[:-1, 1:] - P[1:, :-1]
-            scale = tol * max(1.0, float(np.abs(P).max()))
-            if np.any(d < -scale):
-                a, b = np.unravel_index(int(np.argmin(d)), d.shape)
-                bad = (f"is not supermodular in the label order: P[{a}, {b}] + P[{a + 1}, "
-                       f"{b + 1}] - P[{a}, {b + 1}] - P[{a + 1}, {b}] = {d[a, b]:.6g} < 0")
-        if bad is not None:
-            e = int(np.flatnonzero(edge_mask & (pw_index == t))[0])
-            s = int(np.searchsorted(batch.edge_offsets, e, side="right") - 1)
-            raise ValueError(f"method='graphcut' needs pairwise scores supermodular in the "
-                             f"label order (submodular energies); the table of edge {e} "
-                             f"(sample {s}) {bad}")
+    used = np.unique(pw_index[edge_mask])
+    # every used table at once: with one table per edge there are millions of them
+    P = pairwise[used]
+    with np.errstate(invalid="ignore"):
+        d = P[:, :-1, :-1] + P[:, 1:, 1:] - P[:, :-1, 1:] - P[:, 1:, :-1]
+    finite = np.isfinite(P).all(axis=(1, 2))
+    scale = tol * np.maximum(1.0, np.abs(np.where(np.isfinite(P), P, 0.0)).max(axis=(1, 2)))
+    bad = ~finite | (d < -scale[:, None, None]).any(axis=(1, 2))
+    if not bad.any():
+        return
+    first = np.flatnonzero(bad)
+    t = used[first]
+    # the first offending edge in edge order, and what is wrong with its table
+    e = int(np.flatnonzero(edge_mask & np.isin(pw_index, t))[0])
+    i = int(np.searchsorted(used, pw_index[e]))
+    if not finite[i]:
+        what = "holds a non-finite score"
+    else:
+        a, b = np.unravel_index(int(np.argmin(d[i])), d[i].shape)
+        what = (f"is not supermodular in the label order: P[{a}, {b}] + P[{a + 1}, "
+                f"{b + 1}] - P[{a}, {b + 1}] - P[{a + 1}, {b}] = {d[i][a, b]:.6g} < 0")
+    s = int(np.searchsorted(batch.edge_offsets, e, side="right") - 1)
+    raise ValueError(f"method='graphcut' needs pairwise scores supermodular in the label "
+                     f"order (submodular energies); the table of edge {e} (sample {s}) {what}")
 
 
 def _map_graphcut(batch, unary, pairwise, pw_index, mask, labels, bound, opt):

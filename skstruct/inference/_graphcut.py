@@ -45,13 +45,35 @@ def _push_arc(u, v, c_uv, c_vu, tail, head, cap, m):
 
 @jit
 def _add_linear(node, c, src, snk, tail, head, cap, m):
-    """The term ``c * x[node]``; returns the new arc count and the constant it
-    leaves (the labels need only the arcs)."""
+    """The term ``c * x[node]`` up to a constant (the labels need only the
+    arcs); returns the new arc count."""
     if c > 0.0:
-        return _push_arc(node, snk, c, 0.0, tail, head, cap, m), 0.0
+        return _push_arc(node, snk, c, 0.0, tail, head, cap, m)
     if c < 0.0:
-        return _push_arc(src, node, -c, 0.0, tail, head, cap, m), c
-    return m, 0.0
+        return _push_arc(src, node, -c, 0.0, tail, head, cap, m)
+    return m
+
+
+@jit
+def _reach(n, src, offsets, order, head, cap, eps, level, queue):
+    """Breadth-first levels (``-1``: unreached) of the nodes reachable from
+    ``src`` along arcs of residual capacity above ``eps``."""
+    for v in range(n):
+        level[v] = -1
+    level[src] = 0
+    qh = 0
+    qt = 1
+    queue[0] = src
+    while qh < qt:
+        u = queue[qh]
+        qh += 1
+        for p in range(offsets[u], offsets[u + 1]):
+            a = order[p]
+            w = head[a]
+            if level[w] < 0 and cap[a] > eps:
+                level[w] = level[u] + 1
+                queue[qt] = w
+                qt += 1
 
 
 @jit
@@ -74,22 +96,7 @@ def max_flow(n, src, snk, tail, head, cap, m, eps, level, queue, it, order, offs
         it[v] += 1
     flow = 0.0
     while True:
-        for v in range(n):
-            level[v] = -1
-        level[src] = 0
-        qh = 0
-        qt = 1
-        queue[0] = src
-        while qh < qt:
-            u = queue[qh]
-            qh += 1
-            for p in range(offsets[u], offsets[u + 1]):
-                a = order[p]
-                w = head[a]
-                if level[w] < 0 and cap[a] > eps:
-                    level[w] = level[u] + 1
-                    queue[qt] = w
-                    qt += 1
+        _reach(n, src, offsets, order, head, cap, eps, level, queue)
         if level[snk] < 0:
             return flow
         for v in range(n):
@@ -206,25 +213,25 @@ def graphcut_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
         # the linear terms of the nodes, and the monotonicity arcs
         for v in range(nv):
             for k in range(1, K):
-                m, _ = _add_linear(v * L + k - 1, node_e[v, k] - node_e[v, k - 1], src, snk,
-                                   tail, head, cap, m)
+                m = _add_linear(v * L + k - 1, node_e[v, k] - node_e[v, k - 1], src, snk,
+                                tail, head, cap, m)
         # the pairwise terms: linear parts on each end, |d| arcs between the layers
         for e in range(edge_offsets[s], edge_offsets[s + 1]):
             P = pairwise[pw_index[e]]
             i = edges[e, 0] - n0
             j = edges[e, 1] - n0
             for a in range(1, K):
-                m, _ = _add_linear(i * L + a - 1, -(P[a, 0] - P[a - 1, 0]), src, snk, tail,
-                                   head, cap, m)
+                m = _add_linear(i * L + a - 1, -(P[a, 0] - P[a - 1, 0]), src, snk, tail,
+                                head, cap, m)
             for b in range(1, K):
-                m, _ = _add_linear(j * L + b - 1, -(P[0, b] - P[0, b - 1]), src, snk, tail,
-                                   head, cap, m)
+                m = _add_linear(j * L + b - 1, -(P[0, b] - P[0, b - 1]), src, snk, tail,
+                                head, cap, m)
             for a in range(1, K):
                 for b in range(1, K):
                     d = -(P[a, b] - P[a - 1, b] - P[a, b - 1] + P[a - 1, b - 1])
                     if d < 0.0:
                         # d x x' = d x + |d| x (1 - x')
-                        m, _ = _add_linear(i * L + a - 1, d, src, snk, tail, head, cap, m)
+                        m = _add_linear(i * L + a - 1, d, src, snk, tail, head, cap, m)
                         m = _push_arc(i * L + a - 1, j * L + b - 1, -d, 0.0, tail, head, cap,
                                       m)
         total = 0.0
@@ -239,22 +246,7 @@ def graphcut_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
         n = nv * L + 2
         max_flow(n, src, snk, tail, head, cap, m, eps, level, queue, it, order, offsets, stack)
         # the source side: nodes still reachable from the source in the residual graph
-        for v in range(n):
-            level[v] = -1
-        level[src] = 0
-        qh = 0
-        qt = 1
-        queue[0] = src
-        while qh < qt:
-            u = queue[qh]
-            qh += 1
-            for p in range(offsets[u], offsets[u + 1]):
-                a = order[p]
-                w = head[a]
-                if level[w] < 0 and cap[a] > eps:
-                    level[w] = 0
-                    queue[qt] = w
-                    qt += 1
+        _reach(n, src, offsets, order, head, cap, eps, level, queue)
         for v in range(nv):
             lab = 0
             for k in range(L):

@@ -94,7 +94,6 @@ class Perceptron(DesignSolver):
         """One epoch over ``order``; returns ``(samples stepped, nodes decoded wrongly)``."""
         sc = self.scratch
         d = self.design
-        self.mistakes[order] = 0
         wrong = perceptron_epoch(self.D, self.code, order, self.W, self.P, self.Wu, self.Pu,
                                  self.state, sc["U"], sc["Ua"], sc["PE"], sc["msgs"], sc["bp"],
                                  sc["lab"], sc["Sc"], sc["belief"], sc["up"], d.max_nodes,
