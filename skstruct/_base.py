@@ -16,13 +16,15 @@ from .models import StructuredModel, auto_model
 C_RANGE = (1e-100, 1e100)
 
 
-def resolve_model(model, X, y, batched_only=False, design=False):
+def resolve_model(model, X, y, batched_only=False, design=False, submodular=False):
     """A fitted clone of ``model`` (``"auto"`` picks one from the data).
 
     ``batched_only``: the estimator needs a built-in model's design (its
     algorithms read marginals, which the model protocol does not give).
     ``design``: return ``(model, (design, packed))`` for a built-in model,
-    ``(model, None)`` for one of the protocol."""
+    ``(model, None)`` for one of the protocol.  ``submodular``: the
+    estimator keeps a model's pairwise tables supermodular when it asks for
+    it; the others refuse such a model rather than ignore the request."""
     check_sequence(X, "X")
     check_sequence(y, "y")
     if isinstance(model, str):
@@ -37,6 +39,15 @@ def resolve_model(model, X, y, batched_only=False, design=False):
         raise ValueError(f"model {type(model).__name__} is not a built-in model (or overrides "
                          "a protocol method); this estimator needs the batched models of "
                          "skstruct.models")
+    if getattr(model, "submodular", False) is True:
+        if not submodular:
+            raise ValueError(f"{type(model).__name__}(submodular=True): this estimator does "
+                             "not keep the pairwise tables supermodular; train such a model "
+                             "with StructuredSVM")
+        if not model.has_batched_path():
+            raise ValueError(f"{type(model).__name__}(submodular=True) overrides a protocol "
+                             "method, so it would be trained through the model protocol, "
+                             "which does not keep the pairwise tables supermodular")
     model = clone(model)
     if not design:
         return model.fit(X, y)

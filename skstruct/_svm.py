@@ -306,7 +306,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if isinstance(self.model, StructuredModel) and not self.model.has_batched_path():
             # before the model's own initialize sees them
             _sample_lists(X, y)
-        model, made = resolve_model(self.model, X, y, design=True)
+        model, made = resolve_model(self.model, X, y, design=True, submodular=True)
         solver = self._make_solver(model, X, y, None if made is None else made[0])
         del made
         S = solver.n_samples

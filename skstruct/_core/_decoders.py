@@ -11,8 +11,10 @@ VITERBI = 0   # chains: Viterbi
 TREE = 1      # forests: exact max-sum
 EXACT = 2     # tiny loopy graphs: enumeration
 TRWS = 3      # loopy graphs: TRW-S (approximate, warm-started messages)
+GRAPHCUT = 4  # supermodular tables on any graph: a minimum cut (exact)
 
-DECODERS = {"viterbi": VITERBI, "tree": TREE, "exact": EXACT, "trws": TRWS}
+DECODERS = {"viterbi": VITERBI, "tree": TREE, "exact": EXACT, "trws": TRWS,
+            "graphcut": GRAPHCUT}
 NAMES = {code: name for name, code in DECODERS.items()}
 # decoders whose answer is the exact maximiser
-EXACT_DECODERS = (VITERBI, TREE, EXACT)
+EXACT_DECODERS = (VITERBI, TREE, EXACT, GRAPHCUT)

@@ -309,10 +309,12 @@ class DesignModel(StructuredModel):
         edge_features.eliminate_zeros()
         edge_features.sum_duplicates()
         tied = tied or is_tied(edge_features)
-        kind = decoders(batch, K, self.inference_method)
+        submodular = bool(getattr(self, "submodular", False))
+        kind = decoders(batch, K, self.inference_method, submodular)
         d = Design(features, batch, edge_features, tied, K, np.asarray(cmap, np.int64),
                    np.asarray(csign, np.float64), kind, None, xrow, xoff, n_features_total)
         d.dense_rows = dense
+        d.submodular = submodular
         return d
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._core import GraphBatch
-from .._core._decoders import EXACT, TREE, TRWS, VITERBI
+from .._core._decoders import EXACT, GRAPHCUT, TREE, TRWS, VITERBI
 
 # tiny loopy samples are decoded exactly: K ** n_nodes labellings at most
 EXACT_LIMIT = 4096
@@ -78,6 +78,8 @@ class Design:
     xoff: np.ndarray = None
     n_features_total: int = None
     dense_rows: bool = False
+    # the learners keep every pairwise table supermodular (projected after each step)
+    submodular: bool = False
 
     def __post_init__(self):
         N = self.batch.n_nodes
@@ -140,7 +142,7 @@ class Design:
             sp.csr_matrix((0, self.edge_features.shape[1]))
         return Design(feats, batch, sp.csr_matrix(ef), self.tied, self.n_classes, self.cmap,
                       self.csign, self.kind[idx], self.y[nodes], xrow, self.xoff[nodes],
-                      self.n_features_total, self.dense_rows)
+                      self.n_features_total, self.dense_rows, self.submodular)
 
     @property
     def max_nodes(self):
@@ -161,11 +163,14 @@ def column_indices(X):
     return X.indices.astype(dtype, copy=False)
 
 
-def decoders(batch, n_classes, inference):
+def decoders(batch, n_classes, inference, submodular=False):
     """Decoder code of each sample (:mod:`skstruct._core._decoders`) for the
-    model parameter ``inference_method``."""
+    model parameter ``inference_method``; with ``submodular`` (supermodular
+    tables guaranteed) ``"auto"`` cuts the samples that are not forests."""
     S = batch.n_samples
     lengths = batch.lengths
+    if inference == "graphcut":
+        return np.full(S, GRAPHCUT, np.int64)
     if inference == "chain":
         bad = np.flatnonzero(~batch.is_chain)
         if bad.size:
@@ -185,10 +190,13 @@ def decoders(batch, n_classes, inference):
         return np.full(S, EXACT, np.int64)
     if inference == "trws":
         return np.full(S, TRWS, np.int64)
-    kind = np.full(S, TRWS, np.int64)
-    with np.errstate(over="ignore"):
-        tiny = float(n_classes) ** lengths.astype(np.float64) <= EXACT_LIMIT
-    kind[tiny] = EXACT
+    if submodular:
+        kind = np.full(S, GRAPHCUT, np.int64)
+    else:
+        kind = np.full(S, TRWS, np.int64)
+        with np.errstate(over="ignore"):
+            tiny = float(n_classes) ** lengths.astype(np.float64) <= EXACT_LIMIT
+        kind[tiny] = EXACT
     kind[batch.is_forest] = TREE
     kind[batch.is_chain] = VITERBI
     return kind

@@ -109,15 +109,43 @@ class GraphModel(_SampleListModel):
 
     Parameters
     ----------
-    inference_method : {"auto", "chain", "tree", "exact", "trws"}
+    inference_method : {"auto", "chain", "tree", "exact", "trws", "graphcut"}
         Decoder.  ``"auto"`` picks per sample: Viterbi for chains, exact
         max-sum for forests, enumeration when ``n_classes ** n_nodes <= 4096``,
         TRW-S otherwise (approximate; its messages are warm-started between
-        passes of the learner).
+        passes of the learner); with ``submodular=True``, a minimum cut
+        (exact) instead of enumeration and TRW-S.  ``"graphcut"`` cuts every
+        sample and needs ``submodular=True``.
+    submodular : bool, default=False
+        Keep every pairwise table supermodular in the label order,
+        ``P[a, b] + P[a+1, b+1] >= P[a, b+1] + P[a+1, b]`` (a submodular
+        energy; with two labels: agreement scores at least disagreement), so
+        that MAP and loss-augmented MAP are exact minimum cuts on any graph,
+        loopy or not (Franc's lecture "Structured Output SVM", section 8.B;
+        H. Ishikawa, "Exact Optimization for Markov Random Fields with Convex
+        Priors", IEEE TPAMI 2003).  :class:`~skstruct.StructuredSVM` then
+        projects the pairwise weights onto that cone after every step, with
+        either solver.  Edge features must be non-negative (an edge's table
+        is their combination of the learned tables, which stays supermodular
+        only for non-negative weights).  It restricts the model: a table
+        that rewards different neighbouring labels cannot be learned.
     """
 
-    def __init__(self, *, inference_method="auto"):
+    _parameter_constraints = {
+        "inference_method": [Options("auto", "chain", "tree", "exact", "trws", "graphcut")],
+        "submodular": ["boolean"],
+    }
+
+    def __init__(self, *, inference_method="auto", submodular=False):
         self.inference_method = inference_method
+        self.submodular = submodular
+
+    def _check_params(self):
+        super()._check_params()
+        if self.inference_method == "graphcut" and not self.submodular:
+            raise ValueError("inference_method='graphcut' needs submodular=True: only then are "
+                             "the learned pairwise tables kept supermodular, which a minimum "
+                             "cut needs")
 
     def _pack(self, X, fitting):
         packed = pack_X(X, n_features=None if fitting else self.n_features_,
@@ -141,7 +169,14 @@ class GraphModel(_SampleListModel):
         ef = packed.edge_features
         if b.n_edges == 0:
             ef = np.zeros((0, self.n_edge_features_))
-        return self._make_design(packed.features, b, sp.csr_matrix(ef), False)
+        ef = sp.csr_matrix(ef)
+        if self.submodular and ef.nnz and ef.data.min() < 0:
+            e = int(np.searchsorted(ef.indptr, np.flatnonzero(ef.data < 0)[0], side="right") - 1)
+            s = int(np.searchsorted(b.edge_offsets, e, side="right") - 1)
+            raise ValueError(f"sample {s}: edge {e - b.edge_offsets[s]} has a negative edge "
+                             "feature; submodular=True needs non-negative edge features (a "
+                             "negative weight would turn a supermodular table around)")
+        return self._make_design(packed.features, b, ef, False)
 
 
 

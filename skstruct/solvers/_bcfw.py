@@ -25,6 +25,7 @@ import numpy as np
 from .._core._jit import jit
 from ..models._kernels import expand_coef
 from ..models._oracle import _corner, make_work
+from ..models._submodular import project_supermodular, project_tables
 from ._design_solver import DesignSolver, check_memory
 
 # state slots
@@ -121,8 +122,12 @@ def advance_average(state, k, En, Pt):
 @jit
 def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, state,
               U, Ua, PE, msgs, bp, lab, Sc, V, DP, mark, touched, gram, gofs, belief, up,
-              max_nodes, max_edges):
+              max_nodes, max_edges, project, Pp, mu):
     """One pass of BCFW over the samples in ``order``; everything updated in place.
+
+    With ``project``, the weights are constrained to supermodular tables:
+    ``P`` stays the dual's unconstrained map ``sum_i w_i`` and every step
+    reads its projection (into ``Pp``; see :class:`BCFW`).
 
     Returns the sum over the pass of the per-block Frank-Wolfe gaps (a
     cheap, stale estimate of the duality gap).
@@ -144,7 +149,12 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
         n1 = D.node_offsets[s + 1]
         if n1 == n0:
             continue
-        ell_s, _, n_trip = _corner(D, s, 1.0, W, P, U, Ua, PE, msgs, bp, lab, Sc, work,
+        if project:
+            project_supermodular(P, Pp, mu)
+            Pw = Pp
+        else:
+            Pw = P
+        ell_s, _, n_trip = _corner(D, s, 1.0, W, Pw, U, Ua, PE, msgs, bp, lab, Sc, work,
                                    surrogate)
         ell_s /= n
         # D_v = A_v - Sc_v / (lam n): the node part of w_i - w_s
@@ -167,6 +177,8 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
         dp = DP.ravel()
         pi = Pi[s].ravel()
         pf = P.ravel()
+        # the gradient is read at the projected weights
+        pw = Pw.ravel()
         npar = dp.shape[0]
         for q in range(npar):
             dp[q] = pi[q]
@@ -174,7 +186,7 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
                        work.trip_w, n_trip, -inv, DP)
         sq = 0.0
         for q in range(npar):
-            dot += dp[q] * pf[q]
+            dot += dp[q] * pw[q]
             sq += dp[q] * dp[q]
         g0 = gofs[s]
         if gofs[s + 1] > g0:
@@ -267,6 +279,29 @@ class BCFW(DesignSolver):
     the samples, which make the line search independent of ``n_features``.
     Margin rescaling on chains with one transition table runs a fused kernel
     (:func:`._bcfw_chain.bcfw_chain_pass`) over the same state.
+
+    A model with supermodular tables (``design.submodular``) constrains the
+    primal to the cone ``Wc`` of supermodular pairwise tables.  The dual is
+    then ``ell(alpha) - lam / 2 ||Pi(w(alpha))||^2`` (``Pi`` the Euclidean
+    projection onto ``Wc``, ``w(alpha) = sum_i w_i`` the unconstrained map),
+    and the primal point of ``alpha`` is ``Pi(w(alpha))``.  The solver keeps
+    ``w(alpha)`` as before and reads ``Pi(w(alpha))`` wherever the weights
+    are used: the oracle (so loss-augmented MAP is a minimum cut, exact), the
+    block gap, and the gradient in the line search.  The dual is no longer quadratic
+    along a step, but it stays concave, its gradient at the projected point
+    has the usual form (so the Frank-Wolfe corner and the block gap keep
+    theirs), and ``1/2 ||Pi(.)||^2`` has a 1-Lipschitz gradient.  So the
+    usual step ``gap / (lam ||w_i - w_s||^2)`` maximises a quadratic lower
+    bound of the dual along the segment: every step still increases the
+    dual, and the curvature bound of Lacoste-Julien et al.'s analysis holds
+    (their "short step"), so their convergence rate and duality-gap
+    certificate carry over.  An exact line search (bisection on the dual's
+    slope) was measured and rejected: it raised the dual faster but, moving
+    far along directions the projection then removes, left a far worse
+    primal point (on 10 denoising images after 60 passes, 69% test pixel
+    accuracy against 95.5% with this step).  The weights returned are
+    ``Pi`` of the (averaged) ``w(alpha)``: feasible, with ``P(w) - D(alpha)``
+    the gap reported.
     """
 
     has_dual = True
@@ -295,6 +330,9 @@ class BCFW(DesignSolver):
         self.DP = np.zeros_like(self.P)
         self.mark = np.zeros(F + 1, np.int64)
         self.touched = np.zeros(F, np.int64)
+        self.project = bool(design.submodular)
+        self.Pp = np.zeros_like(self.P)
+        self.mu = np.zeros((max(K - 1, 0), max(K - 1, 0)))
         self.fused_chain = self._fused_chain_applies()
         if self.fused_chain:
             from ._bcfw_chain import SparseBlocks
@@ -315,7 +353,8 @@ class BCFW(DesignSolver):
         """Margin rescaling on plain chains (see :func:`~skstruct.models._chain.is_plain_chain`)
         with a Gram matrix for every sample."""
         lengths = self.design.batch.lengths
-        return bool(self.plain_chain and np.array_equal(np.diff(self.gofs), lengths * lengths))
+        return bool(self.plain_chain and not self.project
+                    and np.array_equal(np.diff(self.gofs), lengths * lengths))
 
     def run_pass(self, order):
         """One pass over the samples in ``order``; returns the sum of the
@@ -343,7 +382,7 @@ class BCFW(DesignSolver):
                          self.Pi, self.ell_i, self.En, self.Pt, self.state, sc["U"], sc["Ua"],
                          sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], self.V, self.DP,
                          self.mark, self.touched, self.gram, self.gofs, sc["belief"], sc["up"],
-                         d.max_nodes, d.max_edges)
+                         d.max_nodes, d.max_edges, self.project, self.Pp, self.mu)
 
     def pairwise_blocks(self):
         """The pairwise part of every sample's dual block, ``(S, EF, K, K)``."""
@@ -360,8 +399,10 @@ class BCFW(DesignSolver):
             D = self.D
             Wt = expand_coef(D.xdata, D.xind, D.xptr, D.xrow, D.xoff, self.En, self.W.shape[0])
             sig = self.state[SIGMA]
-            return self.W + sig * Wt, self.P + sig * self.Pt
-        return self.W.copy(), self.P.copy()
+            W, P = self.W + sig * Wt, self.P + sig * self.Pt
+        else:
+            W, P = self.W.copy(), self.P.copy()
+        return W, (project_tables(P) if self.project else P)
 
     def objective(self):
         primal, sq = self.primal()

@@ -74,7 +74,7 @@ class DesignSolver:
         """What a warm start must find unchanged: the data's shape and the settings."""
         d = self.design
         return (type(self).__name__, d.batch.n_samples, d.batch.n_nodes, self.W.shape,
-                self.P.shape, self.lam, self.surrogate)
+                self.P.shape, self.lam, self.surrogate, d.submodular)
 
     def carry(self, old):
         """Continue from ``old``'s state (a warm start; ``old.key() == self.key()``);

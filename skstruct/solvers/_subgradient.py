@@ -15,6 +15,7 @@ from numba import prange
 from .._core import n_threads
 from .._core._jit import jit, pjit
 from ..models._oracle import _corner, make_work
+from ..models._submodular import project_supermodular
 from ._design_solver import DesignSolver
 
 # state slots
@@ -55,9 +56,15 @@ def _sample(D, s, j, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate
 @pjit
 def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, Wz, Pz, state,
                       Preal, U, Ua, PE, msgs, bp, lab, Sc, trips, n_trips, belief, up,
-                      max_nodes, max_edges):
+                      max_nodes, max_edges, project, mu):
     """One epoch over ``order`` in mini-batches; returns the mean surrogate value
-    met along the way (computed at the iterates, not at the final ``w``)."""
+    met along the way (computed at the iterates, not at the final ``w``).
+
+    With ``project`` every step ends with the Euclidean projection of the
+    pairwise tables onto the supermodular cone (projected subgradient
+    descent); the cone is closed under positive scaling, so the projection
+    of ``a * Pv`` is ``a`` times that of ``Pv``, and the averages of
+    feasible iterates stay feasible."""
     n_order = order.shape[0]
     K = U.shape[1]
     Kp = Wv.shape[1]
@@ -119,6 +126,17 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
                     d = wq * edata[p]
                     Pv[eind[p], ta, tb] += coef * d
                     Pz[eind[p], ta, tb] += zc * d
+        if project:
+            # the move to the cone, in v-units, is offset in z like a step
+            project_supermodular(Pv, Preal, mu)
+            pv = Pv.ravel()
+            pr = Preal.ravel()
+            pz = Pz.ravel()
+            zp = -state[AVG_A] / state[AVG_B] if averaging and t > 0.0 else 0.0
+            for q in range(pv.shape[0]):
+                dq = pr[q] - pv[q]
+                pz[q] += zp * dq
+                pv[q] = pr[q]
         if averaging:
             if t == 0.0:
                 _scale(Wz, 0.0)
@@ -166,6 +184,8 @@ class Subgradient(DesignSolver):
         self.Wz = np.zeros_like(self.W)
         self.Pz = np.zeros_like(self.P)
         self.Preal = np.zeros_like(self.P)
+        K = self.P.shape[1]
+        self.mu = np.zeros((max(K - 1, 0), max(K - 1, 0)))
         self.state = np.array([1.0, 1.0, 1.0, 0.0])
         n_trip = 2 * d.max_edges * max(1, d.max_nodes) + 2
         self.trips = np.zeros((self.batch_size, 4, n_trip))
@@ -185,7 +205,7 @@ class Subgradient(DesignSolver):
                                      self.state, self.Preal, sc["U"], sc["Ua"], sc["PE"],
                                      sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], self.trips,
                                      self.n_trips, sc["belief"], sc["up"], d.max_nodes,
-                                     d.max_edges)
+                                     d.max_edges, bool(d.submodular), self.mu)
 
     def weights(self):
         """The weighted average of the iterates, or the last iterate."""

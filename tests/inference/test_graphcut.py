@@ -100,3 +100,53 @@ def test_tables_it_cannot_cut_are_refused_naming_the_edge(table, match):
     with pytest.raises(ValueError, match=match) as info:
         map_inference(np.zeros((3, K)), edges, pairwise, method="graphcut")
     assert "edge 1 (sample 0)" in str(info.value)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_boykov_kolmogorov_flow_value_matches_scipy(seed):
+    """The maximum-flow kernel alone, on random dense and sparse directed graphs
+    with integer capacities, against scipy's exact (integer) maximum flow."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import maximum_flow
+
+    from skstruct.inference._graphcut import _group_by_tail, bk_max_flow
+
+    rng = np.random.default_rng(seed)
+    for _ in range(30):
+        n = int(rng.integers(1, 12))
+        density = rng.choice([0.2, 0.6])
+        arcs = [(i, j) for i in range(n) for j in range(n)
+                if i != j and rng.random() < density]
+        caps = rng.integers(0, 6, len(arcs)).astype(float)
+        src_cap = rng.integers(0, 6, n) * (rng.random(n) < 0.5)
+        snk_cap = rng.integers(0, 6, n) * (rng.random(n) < 0.5)
+        m = 2 * len(arcs)
+        tail = np.empty(m, np.int64)
+        head = np.empty(m, np.int64)
+        cap = np.zeros(m)
+        for k, (i, j) in enumerate(arcs):
+            tail[2 * k], head[2 * k], cap[2 * k] = i, j, caps[k]
+            tail[2 * k + 1], head[2 * k + 1] = j, i
+        offsets = np.empty(n + 1, np.int64)
+        order = np.empty(m, np.int64)
+        scratch = [np.empty(n, np.int64) for _ in range(3)]
+        _group_by_tail(n, tail, m, offsets, order, scratch[0])
+        tr = (src_cap - snk_cap).astype(float)
+        tree = np.empty(n, np.int8)
+        flow = bk_max_flow(n, tr, tail, head, cap, offsets, order, 1e-12, tree, *scratch,
+                           np.empty(n + 1, np.int64), np.empty(n, np.bool_),
+                           np.empty(n, np.int64))
+        # the part of the terminal capacities cancelled before any search
+        flow += np.minimum(src_cap, snk_cap).sum()
+        # scipy: source n, sink n + 1
+        rows = [i for i, _ in arcs] + [n] * n + list(range(n))
+        cols = [j for _, j in arcs] + list(range(n)) + [n + 1] * n
+        vals = np.concatenate([caps, src_cap, snk_cap]).astype(np.int32)
+        M = sp.csr_matrix((vals, (rows, cols)), shape=(n + 2, n + 2))
+        ref = maximum_flow(M, n, n + 1).flow_value
+        assert flow == pytest.approx(ref)
+        # the source tree is the source side of a minimum cut: its capacity is the flow
+        side = np.append(tree == 1, [True, False])
+        cut = sum(c for (i, j), c in zip(arcs, caps) if side[i] and not side[j])
+        cut += src_cap[~side[:n]].sum() + snk_cap[side[:n]].sum()
+        assert cut == pytest.approx(ref)
