@@ -18,7 +18,7 @@ from ._core._decoders import TRWS, VITERBI
 from ._core._params import Interval, Options, validate_params
 from .models import StructuredModel
 
-_SOLVERS = ("bcfw", "subgradient")
+_SOLVERS = ("bcfw", "subgradient", "extragradient")
 _SURROGATES = ("margin", "slack", "poslearn", "lp")
 _ORDERS = ("perm", "uniform")
 _LOSSES = ("hamming", "normalized_hamming")
@@ -51,10 +51,26 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         2-D ``y`` and ``MulticlassModel``
         for a 2-D ``X`` with a 1-D ``y``.  The object passed is never
         modified; the fitted copy is ``model_``.
-    solver : {"bcfw", "subgradient"}, default="bcfw"
+    solver : {"bcfw", "subgradient", "extragradient"}, default="bcfw"
         Block-coordinate Frank-Wolfe on the dual (closed-form line search,
-        duality gap as stopping criterion) or stochastic subgradient descent
-        with the Pegasos step ``1 / (lambda (t + 1))``.
+        duality gap as stopping criterion), stochastic subgradient descent
+        with the Pegasos step ``1 / (lambda (t + 1))``, or Taskar et al.'s dual
+        extragradient on the saddle-point form (JMLR 2006): a batch method (a
+        pass is one iteration over all the samples; ``sample_order`` does not
+        apply) that keeps no per-sample blocks of weights and returns the
+        average of its iterates (``averaging=True`` only), with backtracking steps
+        checked against the method's error term.  It trains chains
+        (``ChainModel``, ``GraphModel`` on chain-shaped samples,
+        ``MulticlassModel``; projections in KL divergence by forward-backward)
+        and protocol models that define the relaxed interface
+        ``relaxed_labels``, ``relaxed_joint_feature``, ``relaxed_scores``,
+        ``relaxed_loss`` and ``project`` (Euclidean projections; e.g.
+        ``MatchingModel``), with ``surrogate="margin"``; other models raise a
+        ``ValueError``.  Every pass computes the duality gap of the weights it
+        returns (the primal at the average, the best dual value among the
+        averaged, last and look-ahead labellings): ``gap_estimates_`` holds
+        these exact gaps, ``tol`` and ``check_every`` work as for BCFW, and
+        checks cost nothing extra.
     surrogate : {"margin", "slack", "poslearn", "lp"}, default="margin"
         Margin rescaling; slack rescaling (exact on chains by a dynamic
         program over the number of errors, and only there; unit Hamming

@@ -4,9 +4,11 @@ Data sets that cannot be bundled are downloaded once by ``fetch_*`` functions an
 cached in :func:`get_data_home`.
 """
 
+from ._alignment import make_letter_alignment
 from ._denoising import grid_edges, make_binary_denoising
 from ._fetch import clear_data_home, fetch_conll2000, get_data_home
 from ._load import conll_features, load_conll, load_letters, load_scene, load_snakes
 
 __all__ = ["clear_data_home", "conll_features", "fetch_conll2000", "get_data_home", "grid_edges",
-           "load_conll", "load_letters", "load_scene", "load_snakes", "make_binary_denoising"]
+           "load_conll", "load_letters", "load_scene", "load_snakes", "make_binary_denoising",
+           "make_letter_alignment"]

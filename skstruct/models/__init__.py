@@ -13,6 +13,7 @@ Each model is an sklearn ``BaseEstimator`` holding only its parameters, so
 
 from ._base import DesignModel, StructuredModel
 from ._design import Design
+from ._matching import MatchingModel
 from ._models import (
                       ChainModel,
                       GraphModel,
@@ -22,5 +23,5 @@ from ._models import (
                       chow_liu_tree,
 )
 
-__all__ = ["ChainModel", "Design", "DesignModel", "GraphModel", "MultiLabelModel",
-           "MulticlassModel", "StructuredModel", "auto_model", "chow_liu_tree"]
+__all__ = ["ChainModel", "Design", "DesignModel", "GraphModel", "MatchingModel",
+           "MultiLabelModel", "MulticlassModel", "StructuredModel", "auto_model", "chow_liu_tree"]

@@ -5,6 +5,9 @@
   descent on it (both over :class:`._design_solver.DesignSolver`);
 * :mod:`._protocol`: the same two algorithms for any model of the protocol,
   one sample at a time;
+* :mod:`._extragradient`: Taskar et al.'s dual extragradient on the saddle
+  point, on chains (KL projections) and on protocol models with a relaxed
+  interface (Euclidean projections);
 * :mod:`._primal_dual`: Hazan & Urtasun's primal-dual message passing with
   the parameter step (gradient or L-BFGS direction, Armijo line search);
 * :mod:`._crf`: the CRF likelihood (value, gradient, marginals) and its
@@ -17,6 +20,7 @@ protocol class, and one line in :data:`SSVM_SOLVERS`.
 """
 
 from ._bcfw import BCFW
+from ._extragradient import Extragradient, ProtocolExtragradient
 from ._protocol import ProtocolBCFW, ProtocolSubgradient
 from ._subgradient import Subgradient
 
@@ -24,6 +28,8 @@ from ._subgradient import Subgradient
 SSVM_SOLVERS = {
     "bcfw": (BCFW, ProtocolBCFW),
     "subgradient": (Subgradient, ProtocolSubgradient),
+    "extragradient": (Extragradient, ProtocolExtragradient),
 }
 
-__all__ = ["BCFW", "SSVM_SOLVERS", "ProtocolBCFW", "ProtocolSubgradient", "Subgradient"]
+__all__ = ["BCFW", "SSVM_SOLVERS", "Extragradient", "ProtocolBCFW", "ProtocolExtragradient",
+           "ProtocolSubgradient", "Subgradient"]

@@ -1,0 +1,838 @@
+"""Dual extragradient for the structured SVM's saddle point, one iteration per call.
+
+Taskar, Lacoste-Julien & Jordan, "Structured Prediction, Dual Extragradient and
+Bregman Projections", JMLR 7 (2006): Nesterov's dual extrapolation on
+
+    min_w max_{z_i in Z_i}  L(w, z) = lam / 2 ||w||^2
+                                      + 1/n sum_i [c_i . z_i + c0_i + w . (F_i z_i - phi_i)]
+
+where ``z_i`` is a relaxed labelling of sample ``i`` (a point of its relaxed label
+polytope ``Z_i``), ``F_i z_i`` its joint feature (linear in ``z_i``, ``phi(x_i, y)`` at
+the vertex of ``y``), ``phi_i = phi(x_i, y_i)`` and ``c0_i + c_i . z(y)`` the loss of
+``y``.  ``max_z L(w, z)`` is the primal ``lam / 2 ||w||^2 + 1/n sum_i H_i(w)`` with the
+margin-rescaled hinge (exactly, when the polytope is integral: chains, matchings), and
+``min_w L(w, z)`` is, in closed form at ``w(z) = (sum_i phi_i - F_i z_i) / (lam n)``, the
+dual ``-lam / 2 ||w(z)||^2 + 1/n sum_i (c_i . z_i + c0_i)`` that BCFW ascends: the
+same ``lambda = 1 / (C n)`` form as the other solvers, so objectives and gaps compare.
+
+The regulariser is kept in ``L`` and ``w`` is unconstrained (rather than Taskar et
+al.'s ball ``||w|| <= gamma``): the objective is then skstruct's own (no radius to
+choose, the same optimum as BCFW at the same ``C``), the ``w``-step stays a plain
+Euclidean step, and the dual has the closed form above, so that the gap function
+(their eq. 11) ``G(w, z) = max_z' L(w, z') - min_w' L(w', z) = P(w) - D(z)`` is the
+duality gap BCFW reports.
+
+Iteration ``t`` (Algorithm 1 of the paper, from the prox-centre ``u_hat = (0,
+z_hat)``; ``g = (grad_w L, -grad_z L)``, ``s`` accumulates ``-lambda_tau g(u^tau)``)::
+
+    v   = T(u_hat, s)                       # look-ahead
+    u^t = T(v, -lambda_t g(v))               # extragradient step
+    s  <- s - lambda_t g(u^t)
+
+and the returned point is the average of the ``u^t`` weighted by the steps
+``lambda_t`` (with a constant step, the paper's uniform average): ``w_bar = W_sum /
+Lambda``, ``W_sum = sum_t lambda_t w^t``, ``Lambda = sum_t lambda_t``.  ``T(u, s)``
+is the prox step ``argmax_u' <s, u'> - d(u, u')`` for the distance ``d = beta / 2
+||w - w'||^2 + 1/n sum_i d_i(z_i, z_i')``: a Euclidean step ``w' = w + s_w / beta``
+and, per sample (the ``1/n`` of ``d`` cancels that of ``L``), a projection:
+
+* chains (the batched path, :class:`Extragradient`): ``d_i`` is the KL divergence
+  of the chain distributions, so the prox step from log-potentials ``theta`` moves
+  to the marginals of ``theta + lambda (c_i + F_i^T w)``, computed by sum-product
+  (forward-backward).  From the uniform prox-centre, ``v``'s log-potentials are
+  ``Lambda c_i + F_i^T W_sum`` and ``u^t``'s add ``lambda_t (c_i + F_i^T v_w)``:
+  nothing per sample is stored;
+* models of the protocol with the relaxed interface (:class:`ProtocolExtragradient`):
+  ``d_i`` is the squared Euclidean distance, ``v_i = project(z_hat_i + Lambda c_i +
+  F_i^T W_sum)`` from the prox-centre ``z_hat_i = project(x_i, 0)``, and ``u_i =
+  project(v_i + lambda_t (c_i + F_i^T v_w))``.
+
+The dual only needs ``sum_i F_i z_bar_i`` and ``sum_i c_i . z_bar_i``, accumulated
+along with ``W_sum``: on chains the state is a few weight-sized arrays, whatever the
+number of samples (BCFW keeps a block per sample).
+
+Step sizes.  With ``||(w, z)||^2 = beta ||w||^2 + 1/n sum_i ||z_i||_i^2`` (``||.||_1``
+of the chain distributions for the KL geometry, Euclidean for projections), the
+operator ``g`` is Lipschitz with constant at most the norm of ``[[lam / beta, R /
+sqrt(beta)], [R / sqrt(beta), 0]]``, ``L = (a + sqrt(a^2 + 4 b^2)) / 2``, where ``R``
+bounds the coupling ``z -> 1/n sum_i F_i z_i``:
+
+* KL geometry: ``R^2 = mean_i R_i^2`` with ``R_i = max_{y, y'} ||phi_i(y) -
+  phi_i(y')|| / 2 <= sqrt(((sum_v ||x_v||)^2 + (T_i - 1)^2) / 2)`` (a closed-form
+  bound from the node feature norms and the chain length: safe);
+* Euclidean: ``R^2`` the largest eigenvalue of ``1/n sum_i F_i F_i^T``, by power
+  iteration (20 products, each one pass of ``relaxed_scores`` and
+  ``relaxed_joint_feature``), inflated by 10%.
+
+``eta = 1 / L`` is the paper's step.  ``beta`` balances the two blocks of the
+convergence bound ``L (beta ||w*||^2 / 2 + D_z)`` (``D_z = 1/n sum_i d_i(z(y_i),
+z_hat_i)``, the entropy ``T_i log K`` of a chain from uniform): with ``||w*||^2 <= 2
+P(0) / lam`` it is ``beta = lam D_z / P(0)``.  Any ``beta > 0`` keeps the guarantee.
+
+``eta`` is safe but worst-case: on OCR the KL bound is about 20 times smaller than
+the steps the iterates accept.  So the step is backtracked (the default): the
+analysis of dual extrapolation bounds the weighted gap of the average by ``max_u
+d(u, u_hat) / Lambda`` plus the sum over iterations of the error term ``E_t =
+D*(theta_v + b, theta_v) - <b, u^t - v>``, where ``theta_v`` is the dual point of the
+look-ahead, ``b = -lambda_t g(u^t)`` the step's move of it and ``D*`` the Bregman
+divergence of the conjugate of ``d`` (``E_t <= 0`` whenever ``lambda_t L <= 1``).
+``E_t`` is computed exactly after each step: for the chains' blocks it is ``KL(u_i ||
+v+_i) - KL(u_i || v_i)`` from the log partitions of the next look-ahead ``v+``, for
+the Euclidean blocks it is read from the Moreau envelope ``<theta, project(theta)> -
+||project(theta)||^2 / 2``, for ``w`` it is ``-beta / 2 ||u_w - v_w||^2 + lambda_t^2 /
+(2 beta) ||g_w(v) - g_w(u)||^2``.  A step with ``E_t > 0`` is undone and halved
+(never below ``eta``), an accepted one lets the next try ``1.25`` times larger
+(doubling until the first failure): the guarantee stays, with ``Lambda`` as large as
+the problem allows.
+
+Certificate.  The look-ahead of the next iteration is swept at the end of each one;
+its node potentials are ``Lambda`` times the loss-augmented scores at the average
+``w_bar``, and a max-product pass over the same scores gives ``H_i(w_bar)``
+exactly, hence ``P(w_bar)``.  The dual is the best of ``D(z_bar)`` (the averaged
+labellings: the paper's gap function), ``D(z^t)`` (the last step) and ``D(z(v+))``
+(the next look-ahead), all from sums already at hand: every feasible ``z`` bounds
+the optimum from below, and the last iterates' duals are far tighter than the
+average's, which carries the early iterations.  Each pass thus returns the duality
+gap of the weights it leaves, at the price of one Viterbi pass (the protocol path
+calls ``loss_augmented_inference`` once per sample).
+"""
+
+import numba
+import numpy as np
+from numba import prange
+
+from .._core import n_threads, segment_sum
+from .._core._jit import jit, pjit
+from ..inference._chain import _fb_log, exp_tables, maxplus_step
+from ..models._kernels import add_rows, expand_coef
+from ._crf import _fb_rescaled
+from ._design_solver import DesignSolver
+from ._protocol import ProtocolSolver
+
+# state slots: iterations run; sum_t lambda_t sum_i c_i . z_i^t; whether the look-ahead of
+# the next iteration has been swept; sum_i H_i(w_bar) at the current average; Lambda; the
+# next step to try; sum_i log Z_i at the look-ahead; steps tried; sum_i c_i . z_i at the
+# last step and at the look-ahead
+T_ITER, ELL_SUM, PENDING, HINGE, LAM_SUM, STEP, LOGZ_V, N_TRIALS, ELL_U, ELL_V = range(10)
+
+SUPPORTED = ("solver='extragradient' supports chains (ChainModel, GraphModel on chain-shaped "
+             "samples with one tied transition table, MulticlassModel; KL projections by "
+             "forward-backward) and models of the protocol that define the relaxed interface "
+             "relaxed_labels, relaxed_joint_feature, relaxed_scores, relaxed_loss and project "
+             "(Euclidean projections; e.g. MatchingModel)")
+RELAXED = ("relaxed_labels", "relaxed_joint_feature", "relaxed_scores", "relaxed_loss",
+           "project")
+
+
+@jit
+def _zero(a):
+    f = a.ravel()
+    for i in range(f.shape[0]):
+        f[i] = 0.0
+
+
+@jit
+def _copy(src, dst):
+    s = src.ravel()
+    d = dst.ravel()
+    for i in range(s.shape[0]):
+        d[i] = s[i]
+
+
+@jit
+def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, a_c, Pc3, epair,
+                  pmax, inv_t, Pbar, U, th, eu, al, sc, beta, nb, tmp, xi, stage4, delta, best,
+                  GW, GP):
+    """Marginals of the chain of nodes ``n0:n0 + T`` under the log-potentials ``x_v . Wc
+    + a_c loss`` (nodes) and ``Pc3[0]`` (edges), their joint feature added into ``GW, GP``.
+
+    Returns the expected loss under the marginals, the log partition and, if ``inv_t >
+    0``, the hinge at the weights ``inv_t (Wc, Pc3[0])`` (the max-product score of
+    ``inv_t x_v . Wc + loss`` and ``Pbar = inv_t Pc3[0]``, less that of the truth).
+    """
+    K = Wc.shape[1]
+    for t in range(T):
+        v = n0 + t
+        u = U[t]
+        for k in range(K):
+            u[k] = 0.0
+        r = xrow[v]
+        add_rows(u, Wc, xdata, xind, xptr[r], xptr[r + 1], xoff[v])
+        c = a_c * lw[v]
+        for k in range(K):
+            th[t, k] = u[k] + c
+        th[t, y[v]] = u[y[v]]
+    stage = stage4[0]
+    _zero(stage)
+    logz = _fb_rescaled(th, epair, pmax, pwi, e0, T, eu, al, sc, beta, nb, tmp, stage)
+    if np.isnan(logz):
+        # the scaled recursion lost too much mass: log space (exact for any range)
+        _zero(stage)
+        logz = _fb_log(th, Pc3, pwi, 0, e0, T, al, 2, stage4, 0, beta, nb, tmp, xi)
+    ell = 0.0
+    for t in range(T):
+        v = n0 + t
+        at = al[t]
+        ell += lw[v] * (1.0 - at[y[v]])
+        r = xrow[v]
+        o = xoff[v]
+        for p in range(xptr[r], xptr[r + 1]):
+            g = GW[xind[p] + o]
+            x = xdata[p]
+            for k in range(K):
+                g[k] += x * at[k]
+    if T > 1:
+        S0 = stage[0]
+        for i in range(K):
+            for j in range(K):
+                GP[i, j] += S0[i, j]
+    if not inv_t > 0.0:
+        return ell, logz, 0.0
+    w0 = lw[n0]
+    for k in range(K):
+        delta[k] = U[0, k] * inv_t + w0
+    delta[y[n0]] = U[0, y[n0]] * inv_t
+    truth = U[0, y[n0]] * inv_t
+    for t in range(1, T):
+        maxplus_step(delta, Pbar, best)
+        v = n0 + t
+        wv = lw[v]
+        yv = y[v]
+        for k in range(K):
+            delta[k] = best[k] + U[t, k] * inv_t + wv
+        delta[yv] = best[yv] + U[t, yv] * inv_t
+        truth += U[t, yv] * inv_t + Pbar[y[v - 1], yv]
+    mx = delta[0]
+    for k in range(1, K):
+        mx = max(mx, delta[k])
+    return ell, logz, max(mx - truth, 0.0)
+
+
+@pjit
+def _chain_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi,
+                 chunks, Wc, a_c, Pc3, epair, pmax, inv_t, Pbar, max_nodes, bufW, bufP, sums):
+    """One sum-product sweep over every chain, parallel over ``chunks`` (one buffer
+    each): chunk ``c`` adds its joint features into ``bufW[c], bufP[c]`` and writes its
+    expected loss, log partition and hinge sums into ``sums[c]``."""
+    K = Wc.shape[1]
+    M = max(max_nodes, 1)
+    for c in prange(chunks.shape[0] - 1):
+        U = np.empty((M, K))
+        th = np.empty((M, K))
+        eu = np.empty((M, K))
+        al = np.empty((M, K))
+        sc = np.empty(M)
+        beta = np.empty(K)
+        nb = np.empty(K)
+        tmp = np.empty(K)
+        delta = np.empty(K)
+        best = np.empty(K)
+        xi = np.empty((K, K))
+        stage4 = np.empty((1, 1, K, K))
+        GW = bufW[c]
+        GP = bufP[c]
+        _zero(GW)
+        _zero(GP)
+        ell = 0.0
+        logz = 0.0
+        hinge = 0.0
+        for s in range(chunks[c], chunks[c + 1]):
+            n0 = node_offsets[s]
+            T = node_offsets[s + 1] - n0
+            if T == 0:
+                continue
+            e, z, h = _chain_sample(n0, T, edge_offsets[s], xdata, xind, xptr, xrow, xoff, y,
+                                    lw, pwi, Wc, a_c, Pc3, epair, pmax, inv_t, Pbar, U, th,
+                                    eu, al, sc, beta, nb, tmp, xi, stage4, delta, best, GW, GP)
+            ell += e
+            logz += z
+            hinge += h
+        sums[c, 0] = ell
+        sums[c, 1] = logz
+        sums[c, 2] = hinge
+
+
+@jit
+def _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi, chunks, Wc,
+           Pc, a_c, inv_t, max_nodes, bufW, bufP, sums, outW, outP):
+    """``outW, outP = sum_i F_i z_i`` for the marginals ``z_i`` of the log-potentials
+    ``scores(Wc, Pc) + a_c loss``; returns ``sum_i c_i . z_i``, ``sum_i log Z_i`` and, if
+    ``inv_t > 0`` (a Viterbi pass over the same scores), ``sum_i H_i`` at the weights
+    ``inv_t (Wc, Pc)``."""
+    K = Wc.shape[1]
+    Pc3 = np.empty((1, K, K))
+    Pbar = np.empty((K, K))
+    for i in range(K):
+        for j in range(K):
+            Pc3[0, i, j] = Pc[i, j]
+            Pbar[i, j] = inv_t * Pc[i, j]
+    epair, pmax = exp_tables(Pc3)
+    _chain_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi, chunks,
+                 Wc, a_c, Pc3, epair, pmax, inv_t, Pbar, max_nodes, bufW, bufP, sums)
+    ow = outW.ravel()
+    op = outP.ravel()
+    _zero(ow)
+    _zero(op)
+    ell = 0.0
+    logz = 0.0
+    hinge = 0.0
+    for c in range(chunks.shape[0] - 1):
+        bw = bufW[c].ravel()
+        for q in range(ow.shape[0]):
+            ow[q] += bw[q]
+        bp = bufP[c].ravel()
+        for q in range(op.shape[0]):
+            op[q] += bp[q]
+        ell += sums[c, 0]
+        logz += sums[c, 1]
+        hinge += sums[c, 2]
+    return ell, logz, hinge
+
+
+@jit
+def _look_ahead(lam, beta, n, lam_sum, Wsum, Gsum, Phi, V):
+    """``v_w = s_w / beta`` with ``s_w = -(lam W_sum + (G_sum - Lambda Phi) / n)`` (flat over
+    one weight block)."""
+    ws = Wsum.ravel()
+    gs = Gsum.ravel()
+    ph = Phi.ravel()
+    v = V.ravel()
+    for q in range(ws.shape[0]):
+        v[q] = -(lam * ws[q] + (gs[q] - lam_sum * ph[q]) / n) / beta
+
+
+@jit
+def _step(lam, beta, n, step, V, Gv, Phi, Wsum, U, W2):
+    """``u_w = v_w - (step / beta) g_w(v)``, ``g_w(v) = lam v_w + (G(v) - Phi) / n``, into
+    ``U``; the weights ``W_sum + step v_w`` of the step's log-potentials into ``W2``."""
+    v = V.ravel()
+    gv = Gv.ravel()
+    ph = Phi.ravel()
+    ws = Wsum.ravel()
+    u = U.ravel()
+    w2 = W2.ravel()
+    a = step / beta
+    for q in range(v.shape[0]):
+        u[q] = v[q] - a * (lam * v[q] + (gv[q] - ph[q]) / n)
+        w2[q] = ws[q] + step * v[q]
+
+
+@jit
+def _axpy_into(x, a, d, out):
+    """``out = x + a d``."""
+    fx = x.ravel()
+    fd = d.ravel()
+    fo = out.ravel()
+    for q in range(fx.shape[0]):
+        fo[q] = fx[q] + a * fd[q]
+
+
+@jit
+def _error_w(lam, beta, n, step, V, U, Gv, Gu):
+    """The ``w`` block's part of the step's error term, ``-beta / 2 ||u_w - v_w||^2 +
+    step^2 / (2 beta) ||g_w(v) - g_w(u)||^2``, and ``u_w . G(u)`` (flat over one block)."""
+    v = V.ravel()
+    u = U.ravel()
+    gv = Gv.ravel()
+    gu = Gu.ravel()
+    duv = 0.0
+    dg = 0.0
+    dot = 0.0
+    for q in range(v.shape[0]):
+        d = v[q] - u[q]
+        duv += d * d
+        g = lam * d + (gv[q] - gu[q]) / n
+        dg += g * g
+        dot += u[q] * gu[q]
+    return -0.5 * beta * duv + 0.5 * step * step / beta * dg, dot
+
+
+@jit
+def extragradient_chain_pass(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw,
+                             pwi, chunks, n_iter, lam, beta, step_min, grow, shrink, PhiW,
+                             PhiP, Wsum, Psum, GW, GP, GvW, GvP, GuW, GuP, state, bufW, bufP,
+                             sums, VW, VP, UW, UP, W2, P2, GnW, GnP, max_nodes):
+    """``n_iter`` iterations of dual extrapolation on chains (KL projections), in place.
+
+    ``Wsum, Psum`` hold ``sum_t lambda_t w^t``, ``GW, GP`` ``sum_t lambda_t sum_i F_i
+    z_i^t`` and ``state`` the weighted loss sum and ``Lambda = sum_t lambda_t`` (see the
+    slots); ``GvW, GvP`` hold ``sum_i F_i z_i`` at the pending look-ahead ``v`` (its log
+    partitions in ``state[LOGZ_V]``) and ``state[HINGE]`` the hinge sum at the average
+    ``Wsum / Lambda``.  Each trial of a step ``lambda``: the ``w``-step, the sweep of the
+    step's marginals ``z(u)``, the sweep of the next look-ahead (with the hinges at the
+    new average), and the test of the step's error term; a failed test halves
+    ``lambda`` (down to ``step_min``, the safe step, which always passes) and tries
+    again, a passed one commits and lets the next step grow by ``grow``.
+    """
+    n = node_offsets.shape[0] - 1
+    for _ in range(n_iter):
+        lam_sum = state[LAM_SUM]
+        if state[PENDING] == 0.0:
+            inv = 1.0 / lam_sum if lam_sum > 0.0 else 0.0
+            ell_v, lz, h = _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y,
+                                  lw, pwi, chunks, Wsum, Psum, lam_sum, inv, max_nodes, bufW,
+                                  bufP, sums, GvW, GvP)
+            state[HINGE] = h
+            state[LOGZ_V] = lz
+            state[ELL_V] = ell_v
+            state[PENDING] = 1.0
+        _look_ahead(lam, beta, n, lam_sum, Wsum, GW, PhiW, VW)
+        _look_ahead(lam, beta, n, lam_sum, Psum, GP, PhiP, VP)
+        step = state[STEP]
+        while True:
+            state[N_TRIALS] += 1.0
+            _step(lam, beta, n, step, VW, GvW, PhiW, Wsum, UW, W2)
+            _step(lam, beta, n, step, VP, GvP, PhiP, Psum, UP, P2)
+            ell_u, _, _ = _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y,
+                                 lw, pwi, chunks, W2, P2, lam_sum + step, 0.0, max_nodes,
+                                 bufW, bufP, sums, GuW, GuP)
+            _axpy_into(Wsum, step, UW, W2)
+            _axpy_into(Psum, step, UP, P2)
+            new_sum = lam_sum + step
+            ell_v, lz, h = _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y,
+                                  lw, pwi, chunks, W2, P2, new_sum, 1.0 / new_sum, max_nodes,
+                                  bufW, bufP, sums, GnW, GnP)
+            ew, dw = _error_w(lam, beta, n, step, VW, UW, GvW, GuW)
+            ep, dp = _error_w(lam, beta, n, step, VP, UP, GvP, GuP)
+            # the z blocks' part: 1/n sum_i KL(u_i || v+_i) - KL(u_i || v_i)
+            ez = (-step * (ell_u + dw + dp) + (lz - state[LOGZ_V])) / n
+            slack = 1e-12 * (abs(lz) + abs(state[LOGZ_V])) / n
+            if ew + ep + ez <= slack or step <= step_min:
+                _copy(W2, Wsum)
+                _copy(P2, Psum)
+                _axpy_into(GW, step, GuW, GW)
+                _axpy_into(GP, step, GuP, GP)
+                _copy(GnW, GvW)
+                _copy(GnP, GvP)
+                state[ELL_SUM] += step * ell_u
+                state[ELL_U] = ell_u
+                state[ELL_V] = ell_v
+                state[LAM_SUM] = new_sum
+                state[LOGZ_V] = lz
+                state[HINGE] = h
+                state[T_ITER] += 1.0
+                # doubling until the first failed test finds the scale, then ``grow``
+                if grow > 1.0 and state[N_TRIALS] == state[T_ITER]:
+                    state[STEP] = 2.0 * grow * step
+                else:
+                    state[STEP] = grow * step
+                break
+            step = max(step * shrink, step_min)
+
+
+def step_sizes(lam, R, D_z, P0, beta=None):
+    """``(eta, beta)``: the safe step ``eta = 1 / L`` and the balance ``beta`` of the
+    prox distance (default ``lam D_z / P0``, 1 where that is not positive); ``L`` the
+    Lipschitz bound of the module docstring for the coupling norm ``R``."""
+    if beta is None:
+        beta = lam * D_z / P0 if P0 > 0 and D_z > 0 else 1.0
+    beta = float(beta)
+    if not beta > 0:
+        raise ValueError(f"beta must be > 0, got {beta!r}")
+    a = lam / beta
+    b = R / np.sqrt(beta)
+    L = 0.5 * (a + np.sqrt(a * a + 4.0 * b * b))
+    return 1.0 / L, beta
+
+
+def chain_design_error(design):
+    """Why the KL path cannot train ``design`` (None if it can): every sample a chain
+    (edges ``(t, t + 1)`` in order), one tied transition table (or no edges at all), one
+    parameter column per class with the identity map."""
+    K = design.n_classes
+    b = design.batch
+    if not np.all(b.is_chain):
+        s = int(np.flatnonzero(~b.is_chain)[0])
+        return f"sample {s} is not a chain"
+    ok = (design.tied and design.n_columns == K and np.array_equal(design.cmap, np.arange(K))
+          and np.all(design.csign == 1)
+          and (design.n_edge_features == 1 or design.n_edge_features == 0 and b.n_edges == 0))
+    if not ok:
+        return ("the model's feature map is not that of a chain with one transition table "
+                "(edge features, several tables or a multi-label map)")
+    if getattr(design, "submodular", False):
+        return "submodular=True constrains the pairwise table, which the method does not"
+    return None
+
+
+class Extragradient(DesignSolver):
+    """Dual extragradient on a chain design (KL projections by forward-backward).
+
+    State: ``Wsum, Psum`` (the step-weighted sum of the iterates ``w^t``), ``GW, GP``
+    (that of ``sum_i F_i z_i^t``), ``GvW, GvP`` (the pending look-ahead's), ``state``
+    (see the slots).  One :meth:`run_pass` is one iteration: a forward-backward sweep
+    for the step, one for the next look-ahead fused with a Viterbi pass for the
+    hinges at the new average, in one compiled call (and two more sweeps for every
+    step that fails its test).  ``order`` is ignored (a batch method); an empty one
+    only compiles.
+
+    Parameters
+    ----------
+    design, loss_weight, lam, surrogate, averaging, inference_iter, n_jobs
+        As :class:`DesignSolver`; ``surrogate`` must be ``"margin"`` and
+        ``averaging`` True (the method returns Nesterov's average).
+    beta : float or None
+        Weight of the ``w`` block in the prox distance (see the module docstring);
+        None: ``lam D_z / P(0)``.
+    adaptive : bool
+        Backtracking steps (from the safe step ``eta``, growing by ``grow`` after
+        an accepted step and halved after a failed test); False: the constant
+        safe step ``eta`` of the paper.
+    """
+
+    has_dual = True
+    STATE = DesignSolver.STATE + ("Wsum", "Psum", "GW", "GP", "GvW", "GvP", "GuW", "GuP",
+                                  "state", "eta", "beta", "adaptive")
+    GROW = 1.25
+    SHRINK = 0.5
+
+    def __init__(self, design, loss_weight, *, beta=None, adaptive=True, **kwargs):
+        _check_settings(kwargs.get("surrogate"), kwargs.get("averaging"))
+        why = chain_design_error(design)
+        if why is not None:
+            raise ValueError(f"{SUPPORTED}; here {why}")
+        super().__init__(design, loss_weight, **kwargs)
+        d = design
+        b = d.batch
+        K = d.n_classes
+        F = d.n_features_total
+        D = self.D
+        self.Wsum = np.zeros((F, K))
+        self.Psum = np.zeros((K, K))
+        self.GW = np.zeros((F, K))
+        self.GP = np.zeros((K, K))
+        self.GvW = np.zeros((F, K))
+        self.GvP = np.zeros((K, K))
+        self.GuW = np.zeros((F, K))
+        self.GuP = np.zeros((K, K))
+        # sum_i phi(x_i, y_i)
+        onehot = np.zeros((b.n_nodes, K))
+        onehot[np.arange(b.n_nodes), D.y] = 1.0
+        self.PhiW = expand_coef(D.xdata, D.xind, D.xptr, D.xrow, D.xoff, onehot, F)
+        self.PhiP = np.zeros((K, K))
+        if b.n_edges:
+            np.add.at(self.PhiP, (D.y[b.edges[:, 0]], D.y[b.edges[:, 1]]), 1.0)
+        # the step sizes (module docstring)
+        X = d.features
+        node_norm = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())[d.xrow]
+        sx = segment_sum(node_norm, b.node_offsets)
+        T = b.lengths.astype(np.float64)
+        S = max(b.n_samples, 1)
+        self.R = float(np.sqrt(np.sum((sx ** 2 + np.maximum(T - 1.0, 0.0) ** 2) / 2.0) / S))
+        D_z = float(T.sum() * np.log(K) / S) if K > 1 else 0.0
+        P0 = float(np.sum(D.loss_weight) / S)
+        self.eta, self.beta = step_sizes(self.lam, self.R, D_z, P0, beta)
+        self.adaptive = bool(adaptive)
+        self.state = np.zeros(10)
+        self.state[STEP] = self.eta
+        self._buffers = None
+
+    def key(self):
+        return super().key() + (self.eta, self.beta, self.adaptive)
+
+    def _buffers_for(self, n_chunks):
+        F, K = self.Wsum.shape
+        if self._buffers is None or self._buffers[0].shape[0] != n_chunks:
+            # VW, VP, UW, UP, W2, P2, GnW, GnP
+            pairs = [a for _ in range(4) for a in (np.zeros((F, K)), np.zeros((K, K)))]
+            self._buffers = (np.zeros((n_chunks, F, K)), np.zeros((n_chunks, K, K)),
+                             np.zeros((n_chunks, 3)), *pairs)
+        return self._buffers
+
+    def run_pass(self, order):
+        """One iteration; returns the duality gap of the average it leaves (0 for an
+        empty ``order``, which only compiles the kernels)."""
+        n_iter = 1 if len(order) else 0
+        D = self.D
+        b = self.design.batch
+        grow, shrink = (self.GROW, self.SHRINK) if self.adaptive else (1.0, 1.0)
+        with n_threads(self.n_jobs):
+            chunks = b.chunks(numba.get_num_threads())
+            extragradient_chain_pass(b.node_offsets, b.edge_offsets, D.xdata, D.xind, D.xptr,
+                                     D.xrow, D.xoff, D.y, D.loss_weight, D.pw_index, chunks,
+                                     n_iter, self.lam, self.beta, self.eta, grow, shrink,
+                                     self.PhiW, self.PhiP, self.Wsum, self.Psum, self.GW,
+                                     self.GP, self.GvW, self.GvP, self.GuW, self.GuP,
+                                     self.state, *self._buffers_for(chunks.shape[0] - 1),
+                                     self.design.max_nodes)
+        if not n_iter:
+            return 0.0
+        return self.objective()[2]
+
+    @property
+    def step(self):
+        """The step size the next iteration will try first."""
+        return float(self.state[STEP])
+
+    def weights(self):
+        """The weighted average ``w_bar`` of the iterates (zeros before the first)."""
+        L = self.state[LAM_SUM]
+        EF = self.P.shape[0]
+        if L == 0:
+            return np.zeros_like(self.W), np.zeros_like(self.P)
+        P = (self.Psum / L)[None] if EF == 1 else np.zeros_like(self.P)
+        return self.Wsum / L, P
+
+    def _dual(self, GW, GP, ell):
+        """``D(z) = -lam / 2 ||w(z)||^2 + ell / n`` from ``sum_i F_i z_i`` and ``ell = sum_i
+        c_i . z_i``."""
+        c = 1.0 / (self.lam * self.n_samples)
+        wz = (self.PhiW - GW) * c
+        pz = (self.PhiP - GP) * c
+        return -0.5 * self.lam * float(np.sum(wz * wz) + np.sum(pz * pz)) + \
+            ell / self.n_samples
+
+    def duals(self):
+        """``D`` at the average ``z_bar``, at the last iterate ``z^t`` and at the next
+        look-ahead ``z(v)`` (NaN before the first iteration)."""
+        L = self.state[LAM_SUM]
+        if L == 0:
+            return np.nan, np.nan, np.nan
+        return (self._dual(self.GW / L, self.GP / L, self.state[ELL_SUM] / L),
+                self._dual(self.GuW, self.GuP, self.state[ELL_U]),
+                self._dual(self.GvW, self.GvP, self.state[ELL_V]))
+
+    def objective(self):
+        """``(P(w_bar), D, gap)`` from the state (no pass over the data), ``D`` the best
+        of :meth:`duals`: every feasible ``z`` bounds the optimum from below."""
+        L = self.state[LAM_SUM]
+        if L == 0:
+            return super().objective()
+        W, P = self.weights()
+        primal = 0.5 * self.lam * float(np.sum(W * W) + np.sum(P * P)) + \
+            self.state[HINGE] / self.n_samples
+        dual = max(self.duals())
+        return primal, dual, primal - dual
+
+
+def _check_settings(surrogate, averaging):
+    if surrogate is not None and surrogate != "margin":
+        raise ValueError(f"solver='extragradient' trains the margin-rescaled hinge "
+                         f"(surrogate='margin'), got surrogate={surrogate!r}")
+    if averaging is not None and not averaging:
+        raise ValueError("solver='extragradient' returns Nesterov's average of its iterates "
+                         "(its convergence guarantee is for the average): averaging=False is "
+                         "not supported")
+
+
+class ProtocolExtragradient(ProtocolSolver):
+    """Dual extragradient for models of the protocol with the relaxed interface
+    (Euclidean projections), one sample at a time.
+
+    The model defines, for a flat float vector ``z`` per sample (a point of its
+    relaxed label polytope): ``relaxed_labels(x, y)`` (the 0/1 ``z`` of ``y``),
+    ``relaxed_joint_feature(x, z)`` (``F z``, linear), ``relaxed_scores(x, w)``
+    (``F^T w``), ``relaxed_loss(x, y)`` (``(c, c0)``: ``loss(y, y') = c0 + c . z(y')``)
+    and ``project(x, z)`` (the Euclidean projection onto the polytope).  The step and
+    its test are those of :class:`Extragradient`, with the Euclidean prox: ``v_i =
+    project(theta_i)`` for the dual point ``theta_i = z_hat_i + Lambda c_i + F_i^T
+    W_sum`` and ``u_i = project(v_i + lambda (c_i + F_i^T v_w))`` (Taskar et al.'s
+    ``Pi(v - eta (F v - a))``).  The look-ahead's points are kept between passes
+    (one ``z`` per sample).  The primal objective is evaluated with
+    ``loss_augmented_inference`` (one call per sample and pass), so it is exact as far
+    as that is.
+
+    Parameters
+    ----------
+    model, X, y, lam, averaging
+        As :class:`ProtocolSolver` (``averaging`` must be True).
+    beta, adaptive
+        As :class:`Extragradient`.
+    power_iter : int
+        Power iterations of the coupling norm's estimate.
+    """
+
+    has_dual = True
+    STATE = ProtocolSolver.STATE + ("Wsum", "Gsum", "ell_sum", "lam_sum", "step", "n_iter",
+                                    "n_trials", "eta", "beta", "adaptive", "_pending",
+                                    "_last", "_cache")
+    GROW = Extragradient.GROW
+    SHRINK = Extragradient.SHRINK
+
+    def __init__(self, model, X, y, *, lam, averaging, beta=None, adaptive=True,
+                 power_iter=20):
+        missing = [m for m in RELAXED if not callable(getattr(model, m, None))]
+        if missing:
+            raise ValueError(f"{SUPPORTED}; {type(model).__name__} does not define "
+                             f"{', '.join(missing)}")
+        _check_settings("margin", averaging)
+        super().__init__(model, X, y, lam=lam, averaging=averaging)
+        n = self.n_samples
+        d = self.w.shape[0]
+        self.c, self.c0, self.z_hat = [], [], []
+        D_z = 0.0
+        for s in range(n):
+            x, yi = X[s], y[s]
+            zy = self._vec(model.relaxed_labels(x, yi), None, "relaxed_labels", s)
+            m = zy.shape[0]
+            c, c0 = model.relaxed_loss(x, yi)
+            self.c.append(self._vec(c, m, "relaxed_loss's c", s))
+            self.c0.append(float(c0))
+            z_hat = self._vec(model.project(x, np.zeros(m)), m, "project", s)
+            self.z_hat.append(z_hat)
+            D_z += 0.5 * float(np.sum((zy - z_hat) ** 2))
+        D_z /= n
+        self.Phi = self.phi_true.sum(axis=0)
+        P0 = float(np.mean(self.hinges(np.zeros(d))))
+        self.R = self._coupling_norm(int(power_iter))
+        self.eta, self.beta = step_sizes(self.lam, self.R, D_z, P0, beta)
+        self.adaptive = bool(adaptive)
+        self.Wsum = np.zeros(d)
+        self.Gsum = np.zeros(d)
+        self.ell_sum = 0.0
+        self.lam_sum = 0.0
+        self.step = self.eta
+        self.n_iter = 0
+        self.n_trials = 0
+        # the pending look-ahead: (theta_i, v_i) per sample, sum_i F_i v_i, sum_i c_i . v_i
+        # + c0_i, sum_i h*(theta_i); the last iterate's (sum_i F_i u_i, its loss sum)
+        self._pending = None
+        self._last = None
+        self._cache = None
+
+    def key(self):
+        return super().key() + (self.eta, self.beta, self.adaptive)
+
+    def _vec(self, a, size, what, s):
+        a = np.asarray(a, dtype=np.float64).ravel()
+        if size is not None and a.shape[0] != size:
+            raise ValueError(f"sample {s}: the model's {what} has {a.shape[0]} entries; "
+                             f"relaxed_labels has {size}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"sample {s}: the model's {what} is not finite")
+        return a
+
+    def _scores(self, s, w):
+        return self._vec(self.model.relaxed_scores(self.X[s], w), self.c[s].shape[0],
+                         "relaxed_scores", s)
+
+    def _feature(self, s, z):
+        f = np.asarray(self.model.relaxed_joint_feature(self.X[s], z), dtype=np.float64).ravel()
+        if f.shape != self.w.shape:
+            raise ValueError(f"sample {s}: relaxed_joint_feature returned {f.shape[0]} "
+                             f"numbers; size_joint_feature is {self.w.shape[0]}")
+        return f
+
+    def _project(self, s, z):
+        return self._vec(self.model.project(self.X[s], z), z.shape[0], "project", s)
+
+    def _coupling_norm(self, n_iter):
+        """``1.1 sqrt(lambda_max(1/n sum_i F_i F_i^T))`` by power iteration."""
+        n = self.n_samples
+        v = np.random.default_rng(0).standard_normal(self.w.shape[0])
+        lam_max = 0.0
+        for _ in range(max(n_iter, 1)):
+            nv = float(np.linalg.norm(v))
+            if nv == 0.0:
+                break
+            v /= nv
+            Mv = np.zeros_like(v)
+            for s in range(n):
+                Mv += self._feature(s, self._scores(s, v))
+            Mv /= n
+            lam_max = float(v @ Mv)
+            v = Mv
+        return 1.1 * float(np.sqrt(max(lam_max, 0.0)))
+
+    def _look_ahead(self, W, L):
+        """The look-ahead at the dual point of ``(W, L)``: per sample ``theta_i =
+        z_hat_i + L c_i + F_i^T W`` and ``v_i = project(theta_i)``, with ``sum_i F_i v_i``,
+        ``sum_i c_i . v_i + c0_i`` and ``sum_i h*(theta_i)``."""
+        thetas, vs = [], []
+        G = np.zeros_like(self.w)
+        ell = hs = 0.0
+        for s in range(self.n_samples):
+            theta = self.z_hat[s] + L * self.c[s] + self._scores(s, W)
+            v = self._project(s, theta)
+            thetas.append(theta)
+            vs.append(v)
+            G += self._feature(s, v)
+            ell += float(self.c[s] @ v) + self.c0[s]
+            hs += _moreau(theta, v)
+        return thetas, vs, G, ell, hs
+
+    def run_pass(self, order):
+        """One iteration over all the samples (``order`` ignored; empty: nothing);
+        returns the duality gap of the average it leaves."""
+        if len(order) == 0:
+            return 0.0
+        n, lam, beta = self.n_samples, self.lam, self.beta
+        L = self.lam_sum
+        if self._pending is None:
+            self._pending = self._look_ahead(self.Wsum, L)
+        thetas, vs, Gv, _, hs_v = self._pending
+        v_w = -(lam * self.Wsum + (self.Gsum - L * self.Phi) / n) / beta
+        r = [self.c[s] + self._scores(s, v_w) for s in range(n)]
+        step = self.step
+        while True:
+            self.n_trials += 1
+            u_w = v_w - step / beta * (lam * v_w + (Gv - self.Phi) / n)
+            Gu = np.zeros_like(self.w)
+            ell_u = 0.0
+            us = []
+            for s in range(n):
+                u = self._project(s, vs[s] + step * r[s])
+                us.append(u)
+                Gu += self._feature(s, u)
+                ell_u += float(self.c[s] @ u) + self.c0[s]
+            W_new = self.Wsum + step * u_w
+            new = self._look_ahead(W_new, L + step)
+            # the test: E = D*(theta_v + b, theta_v) - <b, u - v> over the blocks, b the
+            # step's move of the dual point (module docstring); <b, v> cancels per sample
+            bu = 0.0
+            for s in range(n):
+                b = new[0][s] - thetas[s]
+                bu += float(b @ us[s])
+            ez = (new[4] - hs_v - bu) / n
+            g = lam * (v_w - u_w) + (Gv - Gu) / n
+            ew = -0.5 * beta * float((u_w - v_w) @ (u_w - v_w)) + \
+                0.5 * step * step / beta * float(g @ g)
+            slack = 1e-12 * (abs(new[4]) + abs(hs_v)) / n
+            if not self.adaptive or ew + ez <= slack or step <= self.eta:
+                break
+            step = max(step * self.SHRINK, self.eta)
+        self.Wsum = W_new
+        self.Gsum = self.Gsum + step * Gu
+        self.ell_sum += step * ell_u
+        self.lam_sum = L + step
+        self._pending = new
+        self._last = (Gu, ell_u)
+        self.n_iter += 1
+        if self.adaptive:
+            first = self.n_trials == self.n_iter
+            self.step = step * (2.0 * self.GROW if first else self.GROW)
+        self._cache = None
+        return self.objective()[2]
+
+    def weights(self):
+        return self.Wsum / self.lam_sum if self.lam_sum else np.zeros_like(self.w)
+
+    def _dual(self, G, ell):
+        wz = (self.Phi - G) / (self.lam * self.n_samples)
+        return -0.5 * self.lam * float(wz @ wz) + ell / self.n_samples
+
+    def duals(self):
+        """As :meth:`Extragradient.duals`."""
+        L = self.lam_sum
+        if L == 0:
+            return np.nan, np.nan, np.nan
+        _, _, Gv, ell_v, _ = self._pending
+        return (self._dual(self.Gsum / L, self.ell_sum / L), self._dual(*self._last),
+                self._dual(Gv, ell_v))
+
+    def objective(self):
+        """As :meth:`Extragradient.objective`; the primal by one call of
+        ``loss_augmented_inference`` per sample (cached until the next pass)."""
+        if self.lam_sum == 0:
+            return super().objective()
+        if self._cache is None:
+            primal, _ = self.primal()
+            dual = max(self.duals())
+            self._cache = (primal, dual, primal - dual)
+        return self._cache
+
+
+def _moreau(theta, z):
+    """``h*(theta) = <theta, z> - ||z||^2 / 2`` at ``z = project(theta)``: the conjugate of
+    the Euclidean prox-function restricted to the polytope."""
+    return float(theta @ z) - 0.5 * float(z @ z)
