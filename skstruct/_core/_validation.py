@@ -134,6 +134,21 @@ def check_pairwise(pairwise, n_states, n_edges, pw_index=None):
     return pairwise, pw_index
 
 
+def check_vector(v, size, name, note=""):
+    """``v`` as a finite float64 vector of length ``size``, or a ValueError naming
+    ``name`` (``note`` explains the length).  A NaN or infinite weight would make
+    every score NaN/inf, and the decoders return an arbitrary labelling then."""
+    try:
+        v = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a numeric vector ({exc})") from None
+    if v.shape != (size,):
+        raise ValueError(f"{name} must have shape ({size},){note}, got {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return v
+
+
 def check_psi(psi, n_samples, n_terms):
     psi = np.asarray(psi, dtype=np.float64)
     if psi.ndim == 0:

@@ -133,7 +133,6 @@ def bk_max_flow(n, tr, tail, head, cap, offsets, order, eps, tree, pa, ts, dist,
             tree[v] = _FREE
             pa[v] = _NONE
             continue
-        ts[v] = 0
         dist[v] = 1
         queue[qt] = v
         qt += 1

@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._core._packing import encode_labels, fit_classes
 from .._core._params import Options, validate_params
+from .._core._validation import check_vector
 from ._design import Design, decoders, is_tied
 
 INFERENCE_METHODS = ("auto", "chain", "tree", "exact", "trws")
@@ -226,16 +227,7 @@ class DesignModel(StructuredModel):
         """``(W (F, Kp), P (EF, K, K))`` views of a flat weight vector."""
         self._check_fitted()
         F, Kp, EF, K = self.param_shapes_
-        try:
-            w = np.asarray(w, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"w must be a numeric vector ({exc})") from None
-        if w.shape != (F * Kp + EF * K * K,):
-            raise ValueError(f"w must have shape ({F * Kp + EF * K * K},), got {w.shape}")
-        # a NaN or infinite weight makes every score NaN/inf: the decoders would
-        # return an arbitrary labelling instead of failing
-        if not np.all(np.isfinite(w)):
-            raise ValueError("w contains NaN or infinite values")
+        w = check_vector(w, F * Kp + EF * K * K, "w")
         return w[:F * Kp].reshape(F, Kp), w[F * Kp:].reshape(EF, K, K)
 
     def _sample_design(self, x, y=None):

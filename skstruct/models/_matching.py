@@ -5,6 +5,7 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.utils.validation import check_is_fitted
 
 from .._core._packing import MAX_FEATURE, check_sequence
+from .._core._validation import check_vector
 from ._base import StructuredModel
 
 # tolerance of the projection's row sums (its other KKT conditions hold by construction);
@@ -112,16 +113,7 @@ class MatchingModel(StructuredModel):
         return _check_x(x, self.n_features_, "", "the data seen in fit")
 
     def _w(self, w):
-        n = self.n_features_
-        try:
-            w = np.asarray(w, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"w must be a numeric vector ({exc})") from None
-        if w.shape != (n,):
-            raise ValueError(f"w must have shape ({n},), got {w.shape}")
-        if not np.all(np.isfinite(w)):
-            raise ValueError("w contains NaN or infinite values")
-        return w
+        return check_vector(w, self.n_features_, "w")
 
     def _scores(self, x, w):
         scores = x @ self._w(w)
@@ -292,15 +284,7 @@ def _check_y(y, n_left, n_right, where):
 
 
 def _check_z(z, size):
-    try:
-        z = np.asarray(z, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"z must be a numeric vector ({exc})") from None
-    if z.shape != (size,):
-        raise ValueError(f"z must have shape ({size},) (n_left * n_right), got {z.shape}")
-    if not np.all(np.isfinite(z)):
-        raise ValueError("z contains NaN or infinite values")
-    return z
+    return check_vector(z, size, "z", " (n_left * n_right)")
 
 
 def _thresholds(U):
