@@ -59,10 +59,10 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         pass is one iteration over all the samples; ``sample_order`` does not
         apply) that keeps no per-sample blocks of weights and returns the
         average of its iterates (``averaging=True`` only), with backtracking steps
-        checked against the method's error term.  It trains chains
-        (``ChainModel``, ``GraphModel`` on chain-shaped samples,
-        ``MulticlassModel``; projections in KL divergence by forward-backward)
-        and protocol models that define the relaxed interface
+        checked against the method's error term.  It trains chains and trees
+        (``ChainModel``, ``GraphModel`` on samples without cycles and with one
+        pairwise table, ``MulticlassModel``; projections in KL divergence by
+        sum-product) and protocol models that define the relaxed interface
         ``relaxed_labels``, ``relaxed_joint_feature``, ``relaxed_scores``,
         ``relaxed_loss`` and ``project`` (Euclidean projections; e.g.
         ``MatchingModel``), with ``surrogate="margin"``; other models raise a

@@ -10,7 +10,7 @@ where ``z_i`` is a relaxed labelling of sample ``i`` (a point of its relaxed lab
 polytope ``Z_i``), ``F_i z_i`` its joint feature (linear in ``z_i``, ``phi(x_i, y)`` at
 the vertex of ``y``), ``phi_i = phi(x_i, y_i)`` and ``c0_i + c_i . z(y)`` the loss of
 ``y``.  ``max_z L(w, z)`` is the primal ``lam / 2 ||w||^2 + 1/n sum_i H_i(w)`` with the
-margin-rescaled hinge (exactly, when the polytope is integral: chains, matchings), and
+margin-rescaled hinge (exactly, when the polytope is integral: trees, matchings), and
 ``min_w L(w, z)`` is, in closed form at ``w(z) = (sum_i phi_i - F_i z_i) / (lam n)``, the
 dual ``-lam / 2 ||w(z)||^2 + 1/n sum_i (c_i . z_i + c0_i)`` that BCFW ascends: the
 same ``lambda = 1 / (C n)`` form as the other solvers, so objectives and gaps compare.
@@ -36,10 +36,11 @@ is the prox step ``argmax_u' <s, u'> - d(u, u')`` for the distance ``d = beta / 
 ||w - w'||^2 + 1/n sum_i d_i(z_i, z_i')``: a Euclidean step ``w' = w + s_w / beta``
 and, per sample (the ``1/n`` of ``d`` cancels that of ``L``), a projection:
 
-* chains (the batched path, :class:`Extragradient`): ``d_i`` is the KL divergence
-  of the chain distributions, so the prox step from log-potentials ``theta`` moves
-  to the marginals of ``theta + lambda (c_i + F_i^T w)``, computed by sum-product
-  (forward-backward).  From the uniform prox-centre, ``v``'s log-potentials are
+* chains and trees (the batched path, :class:`Extragradient`): ``d_i`` is the KL
+  divergence of the distributions over labellings, so the prox step from
+  log-potentials ``theta`` moves to the marginals of ``theta + lambda (c_i + F_i^T
+  w)``, computed by sum-product (forward-backward on chains, the two-pass tree kernel
+  on the other forests).  From the uniform prox-centre, ``v``'s log-potentials are
   ``Lambda c_i + F_i^T W_sum`` and ``u^t``'s add ``lambda_t (c_i + F_i^T v_w)``:
   nothing per sample is stored;
 * models of the protocol with the relaxed interface (:class:`ProtocolExtragradient`):
@@ -48,25 +49,25 @@ and, per sample (the ``1/n`` of ``d`` cancels that of ``L``), a projection:
   project(v_i + lambda_t (c_i + F_i^T v_w))``.
 
 The dual only needs ``sum_i F_i z_bar_i`` and ``sum_i c_i . z_bar_i``, accumulated
-along with ``W_sum``: on chains the state is a few weight-sized arrays, whatever the
+along with ``W_sum``: on chains and trees the state is a few weight-sized arrays, whatever the
 number of samples (BCFW keeps a block per sample).
 
 Step sizes.  With ``||(w, z)||^2 = beta ||w||^2 + 1/n sum_i ||z_i||_i^2`` (``||.||_1``
-of the chain distributions for the KL geometry, Euclidean for projections), the
+of the distributions over labellings for the KL geometry, Euclidean for projections), the
 operator ``g`` is Lipschitz with constant at most the norm of ``[[lam / beta, R /
 sqrt(beta)], [R / sqrt(beta), 0]]``, ``L = (a + sqrt(a^2 + 4 b^2)) / 2``, where ``R``
 bounds the coupling ``z -> 1/n sum_i F_i z_i``:
 
 * KL geometry: ``R^2 = mean_i R_i^2`` with ``R_i = max_{y, y'} ||phi_i(y) -
-  phi_i(y')|| / 2 <= sqrt(((sum_v ||x_v||)^2 + (T_i - 1)^2) / 2)`` (a closed-form
-  bound from the node feature norms and the chain length: safe);
+  phi_i(y')|| / 2 <= sqrt(((sum_v ||x_v||)^2 + E_i^2) / 2)`` (a closed-form bound
+  from the node feature norms and the number of edges ``E_i``: safe);
 * Euclidean: ``R^2`` the largest eigenvalue of ``1/n sum_i F_i F_i^T``, by power
   iteration (20 products, each one pass of ``relaxed_scores`` and
   ``relaxed_joint_feature``), inflated by 10%.
 
 ``eta = 1 / L`` is the paper's step.  ``beta`` balances the two blocks of the
 convergence bound ``L (beta ||w*||^2 / 2 + D_z)`` (``D_z = 1/n sum_i d_i(z(y_i),
-z_hat_i)``, the entropy ``T_i log K`` of a chain from uniform): with ``||w*||^2 <= 2
+z_hat_i)``, at most ``T_i log K`` for ``T_i`` nodes from uniform): with ``||w*||^2 <= 2
 P(0) / lam`` it is ``beta = lam D_z / P(0)``.  Any ``beta > 0`` keeps the guarantee.
 
 ``eta`` is safe but worst-case: on OCR the KL bound is about 20 times smaller than
@@ -104,6 +105,7 @@ from numba import prange
 from .._core import n_threads, segment_sum
 from .._core._jit import jit, pjit
 from ..inference._chain import _fb_log, exp_tables, maxplus_step
+from ..inference._tree import tree_one
 from ..models._kernels import add_rows, expand_coef
 from ._crf import _fb_rescaled
 from ._design_solver import DesignSolver
@@ -115,11 +117,11 @@ from ._protocol import ProtocolSolver
 # last step and at the look-ahead
 T_ITER, ELL_SUM, PENDING, HINGE, LAM_SUM, STEP, LOGZ_V, N_TRIALS, ELL_U, ELL_V = range(10)
 
-SUPPORTED = ("solver='extragradient' supports chains (ChainModel, GraphModel on chain-shaped "
-             "samples with one tied transition table, MulticlassModel; KL projections by "
-             "forward-backward) and models of the protocol that define the relaxed interface "
-             "relaxed_labels, relaxed_joint_feature, relaxed_scores, relaxed_loss and project "
-             "(Euclidean projections; e.g. MatchingModel)")
+SUPPORTED = ("solver='extragradient' supports chains and trees (ChainModel, GraphModel on "
+             "samples without cycles and with one tied pairwise table, MulticlassModel; KL "
+             "projections by sum-product) and models of the protocol that define the relaxed "
+             "interface relaxed_labels, relaxed_joint_feature, relaxed_scores, relaxed_loss and "
+             "project (Euclidean projections; e.g. MatchingModel)")
 RELAXED = ("relaxed_labels", "relaxed_joint_feature", "relaxed_scores", "relaxed_loss",
            "project")
 
@@ -140,28 +142,62 @@ def _copy(src, dst):
 
 
 @jit
-def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, a_c, Pc3, epair,
-                  pmax, inv_t, Pbar, U, th, eu, al, sc, beta, nb, tmp, xi, stage4, delta, best,
-                  GW, GP):
-    """Marginals of the chain of nodes ``n0:n0 + T`` under the log-potentials ``x_v . Wc
-    + a_c loss`` (nodes) and ``Pc3[0]`` (edges), their joint feature added into ``GW, GP``.
-
-    Returns the expected loss under the marginals, the log partition and, if ``inv_t >
-    0``, the hinge at the weights ``inv_t (Wc, Pc3[0])`` (the max-product score of
-    ``inv_t x_v . Wc + loss`` and ``Pbar = inv_t Pc3[0]``, less that of the truth).
-    """
-    K = Wc.shape[1]
+def _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, a_c, ucol, U,
+                 out, o0):
+    """``U[t, k]``: the score of class ``k`` at node ``n0 + t`` (``csign[k] x_v .
+    Wc[:, cmap[k]]``); ``out[o0 + t, k]`` the same plus ``a_c`` times its loss."""
+    K = U.shape[1]
+    C = ucol.shape[0]
     for t in range(T):
         v = n0 + t
-        u = U[t]
-        for k in range(K):
-            u[k] = 0.0
+        for j in range(C):
+            ucol[j] = 0.0
         r = xrow[v]
-        add_rows(u, Wc, xdata, xind, xptr[r], xptr[r + 1], xoff[v])
+        add_rows(ucol, Wc, xdata, xind, xptr[r], xptr[r + 1], xoff[v])
         c = a_c * lw[v]
         for k in range(K):
-            th[t, k] = u[k] + c
-        th[t, y[v]] = u[y[v]]
+            s = csign[k] * ucol[cmap[k]]
+            U[t, k] = s
+            out[o0 + t, k] = s + c
+        out[o0 + t, y[v]] = U[t, y[v]]
+
+
+@jit
+def _add_node(GW, xdata, xind, xptr, xrow, xoff, v, at, cmap, csign):
+    """``GW += x_v (x) (node marginal at, through the class map)``; returns nothing."""
+    K = at.shape[0]
+    r = xrow[v]
+    o = xoff[v]
+    for p in range(xptr[r], xptr[r + 1]):
+        g = GW[xind[p] + o]
+        x = xdata[p]
+        for k in range(K):
+            g[cmap[k]] += csign[k] * x * at[k]
+
+
+@jit
+def _add_tables(GP, stage):
+    for m in range(stage.shape[0]):
+        for i in range(stage.shape[1]):
+            for j in range(stage.shape[2]):
+                GP[m, i, j] += stage[m, i, j]
+
+
+@jit
+def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, cmap, csign, a_c,
+                  Pc3, epair, pmax, inv_t, Pbar3, ucol, U, th, eu, al, sc, beta, nb, tmp, xi,
+                  stage4, delta, best, GW, GP):
+    """Marginals of the chain of nodes ``n0:n0 + T`` under the log-potentials ``scores(Wc)
+    + a_c loss`` (nodes) and ``Pc3[pwi[e]]`` (edges), their joint feature added into ``GW,
+    GP``.
+
+    Returns the expected loss under the marginals, the log partition and, if ``inv_t >
+    0``, the hinge at the weights ``inv_t (Wc, Pc3)`` (the max-product score of ``inv_t
+    scores(Wc) + loss`` and ``Pbar3 = inv_t Pc3``, less that of the truth).
+    """
+    K = U.shape[1]
+    _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, a_c, ucol, U,
+                 th, 0)
     stage = stage4[0]
     _zero(stage)
     logz = _fb_rescaled(th, epair, pmax, pwi, e0, T, eu, al, sc, beta, nb, tmp, stage)
@@ -172,20 +208,10 @@ def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, a_c,
     ell = 0.0
     for t in range(T):
         v = n0 + t
-        at = al[t]
-        ell += lw[v] * (1.0 - at[y[v]])
-        r = xrow[v]
-        o = xoff[v]
-        for p in range(xptr[r], xptr[r + 1]):
-            g = GW[xind[p] + o]
-            x = xdata[p]
-            for k in range(K):
-                g[k] += x * at[k]
+        ell += lw[v] * (1.0 - al[t, y[v]])
+        _add_node(GW, xdata, xind, xptr, xrow, xoff, v, al[t], cmap, csign)
     if T > 1:
-        S0 = stage[0]
-        for i in range(K):
-            for j in range(K):
-                GP[i, j] += S0[i, j]
+        _add_tables(GP, stage)
     if not inv_t > 0.0:
         return ell, logz, 0.0
     w0 = lw[n0]
@@ -194,6 +220,7 @@ def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, a_c,
     delta[y[n0]] = U[0, y[n0]] * inv_t
     truth = U[0, y[n0]] * inv_t
     for t in range(1, T):
+        Pbar = Pbar3[pwi[e0 + t - 1]]
         maxplus_step(delta, Pbar, best)
         v = n0 + t
         wv = lw[v]
@@ -208,15 +235,59 @@ def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, a_c,
     return ell, logz, max(mx - truth, 0.0)
 
 
+@jit
+def _tree_sample(n0, T, e0, e1, xdata, xind, xptr, xrow, xoff, y, lw, pwi, edges, order,
+                 parent, parent_edge, Wc, cmap, csign, a_c, Pc3, inv_t, Pbar3, ucol, U, tun,
+                 tbel, tup, tbp, tlab, arg, scratch, down, excl, xi, stage4, GW, GP):
+    """:func:`_chain_sample` for a tree (or forest) sample of nodes ``n0:n0 + T`` and edges
+    ``e0:e1``: sum-product and max-sum by :func:`~skstruct.inference._tree.tree_one`
+    (``tun, tbel, tup, tbp, tlab`` are its per-node arrays, indexed by global node)."""
+    K = U.shape[1]
+    n1 = n0 + T
+    _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, a_c, ucol, U,
+                 tun, n0)
+    _zero(stage4)
+    logz = tree_one(n0, n1, edges, tun, Pc3, pwi, order, parent, parent_edge, False, True,
+                    tlab, tbel, tup, tbp, 2, stage4, 0, arg, scratch, down, excl, xi)
+    ell = 0.0
+    for v in range(n0, n1):
+        ell += lw[v] * (1.0 - tbel[v, y[v]])
+        _add_node(GW, xdata, xind, xptr, xrow, xoff, v, tbel[v], cmap, csign)
+    if e1 > e0:
+        _add_tables(GP, stage4[0])
+    if not inv_t > 0.0:
+        return ell, logz, 0.0
+    truth = 0.0
+    for t in range(T):
+        v = n0 + t
+        for k in range(K):
+            tun[v, k] = U[t, k] * inv_t + lw[v]
+        tun[v, y[v]] = U[t, y[v]] * inv_t
+        truth += tun[v, y[v]]
+    for e in range(e0, e1):
+        truth += Pbar3[pwi[e], y[edges[e, 0]], y[edges[e, 1]]]
+    mx = tree_one(n0, n1, edges, tun, Pbar3, pwi, order, parent, parent_edge, True, False,
+                  tlab, tbel, tup, tbp, 0, stage4, 0, arg, scratch, down, excl, xi)
+    return ell, logz, max(mx - truth, 0.0)
+
+
 @pjit
-def _chain_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi,
-                 chunks, Wc, a_c, Pc3, epair, pmax, inv_t, Pbar, max_nodes, bufW, bufP, sums):
-    """One sum-product sweep over every chain, parallel over ``chunks`` (one buffer
+def _sample_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi, cmap,
+                  csign, forest, tbuf, chunks, Wc, a_c, Pc3, epair, pmax, inv_t, Pbar3,
+                  max_nodes, bufW, bufP, sums):
+    """One sum-product sweep over every sample, parallel over ``chunks`` (one buffer
     each): chunk ``c`` adds its joint features into ``bufW[c], bufP[c]`` and writes its
-    expected loss, log partition and hinge sums into ``sums[c]``."""
-    K = Wc.shape[1]
+    expected loss, log partition and hinge sums into ``sums[c]``.  Chains run
+    forward-backward, the other (forest) samples the tree kernel: ``forest = (is_chain,
+    edges, order, parent, parent_edge)``, ``tbuf`` its per-node arrays."""
+    K = cmap.shape[0]
+    C = Wc.shape[1]
     M = max(max_nodes, 1)
+    n_tables = Pc3.shape[0]
+    is_chain, edges, order, parent, parent_edge = forest
+    tun, tbel, tup, tbp, tlab = tbuf
     for c in prange(chunks.shape[0] - 1):
+        ucol = np.empty(C)
         U = np.empty((M, K))
         th = np.empty((M, K))
         eu = np.empty((M, K))
@@ -228,7 +299,11 @@ def _chain_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, l
         delta = np.empty(K)
         best = np.empty(K)
         xi = np.empty((K, K))
-        stage4 = np.empty((1, 1, K, K))
+        stage4 = np.empty((1, n_tables, K, K))
+        arg = np.empty(K, np.int64)
+        scratch = np.empty(K)
+        down = np.empty(K)
+        excl = np.empty(K)
         GW = bufW[c]
         GP = bufP[c]
         _zero(GW)
@@ -241,9 +316,17 @@ def _chain_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, l
             T = node_offsets[s + 1] - n0
             if T == 0:
                 continue
-            e, z, h = _chain_sample(n0, T, edge_offsets[s], xdata, xind, xptr, xrow, xoff, y,
-                                    lw, pwi, Wc, a_c, Pc3, epair, pmax, inv_t, Pbar, U, th,
-                                    eu, al, sc, beta, nb, tmp, xi, stage4, delta, best, GW, GP)
+            if is_chain[s]:
+                e, z, h = _chain_sample(n0, T, edge_offsets[s], xdata, xind, xptr, xrow, xoff,
+                                        y, lw, pwi, Wc, cmap, csign, a_c, Pc3, epair, pmax,
+                                        inv_t, Pbar3, ucol, U, th, eu, al, sc, beta, nb, tmp,
+                                        xi, stage4, delta, best, GW, GP)
+            else:
+                e, z, h = _tree_sample(n0, T, edge_offsets[s], edge_offsets[s + 1], xdata,
+                                       xind, xptr, xrow, xoff, y, lw, pwi, edges, order, parent,
+                                       parent_edge, Wc, cmap, csign, a_c, Pc3, inv_t, Pbar3,
+                                       ucol, U, tun, tbel, tup, tbp, tlab, arg, scratch, down,
+                                       excl, xi, stage4, GW, GP)
             ell += e
             logz += z
             hinge += h
@@ -253,22 +336,21 @@ def _chain_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, l
 
 
 @jit
-def _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi, chunks, Wc,
-           Pc, a_c, inv_t, max_nodes, bufW, bufP, sums, outW, outP):
+def _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi, cmap, csign,
+           forest, tbuf, chunks, Wc, Pc, a_c, inv_t, max_nodes, bufW, bufP, sums, outW, outP):
     """``outW, outP = sum_i F_i z_i`` for the marginals ``z_i`` of the log-potentials
-    ``scores(Wc, Pc) + a_c loss``; returns ``sum_i c_i . z_i``, ``sum_i log Z_i`` and, if
-    ``inv_t > 0`` (a Viterbi pass over the same scores), ``sum_i H_i`` at the weights
-    ``inv_t (Wc, Pc)``."""
-    K = Wc.shape[1]
-    Pc3 = np.empty((1, K, K))
-    Pbar = np.empty((K, K))
-    for i in range(K):
-        for j in range(K):
-            Pc3[0, i, j] = Pc[i, j]
-            Pbar[i, j] = inv_t * Pc[i, j]
-    epair, pmax = exp_tables(Pc3)
-    _chain_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi, chunks,
-                 Wc, a_c, Pc3, epair, pmax, inv_t, Pbar, max_nodes, bufW, bufP, sums)
+    ``scores(Wc, Pc) + a_c loss`` (``Pc`` one table per edge type); returns ``sum_i c_i .
+    z_i``, ``sum_i log Z_i`` and, if ``inv_t > 0`` (a Viterbi pass over the same scores),
+    ``sum_i H_i`` at the weights ``inv_t (Wc, Pc)``."""
+    Pbar3 = np.empty_like(Pc)
+    fp = Pc.ravel()
+    fb = Pbar3.ravel()
+    for q in range(fp.shape[0]):
+        fb[q] = inv_t * fp[q]
+    epair, pmax = exp_tables(Pc)
+    _sample_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi, cmap,
+                  csign, forest, tbuf, chunks, Wc, a_c, Pc, epair, pmax, inv_t, Pbar3,
+                  max_nodes, bufW, bufP, sums)
     ow = outW.ravel()
     op = outP.ravel()
     _zero(ow)
@@ -348,11 +430,12 @@ def _error_w(lam, beta, n, step, V, U, Gv, Gu):
 
 
 @jit
-def extragradient_chain_pass(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw,
-                             pwi, chunks, n_iter, lam, beta, step_min, grow, shrink, PhiW,
-                             PhiP, Wsum, Psum, GW, GP, GvW, GvP, GuW, GuP, state, bufW, bufP,
-                             sums, VW, VP, UW, UP, W2, P2, GnW, GnP, max_nodes):
-    """``n_iter`` iterations of dual extrapolation on chains (KL projections), in place.
+def extragradient_pass(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi,
+                       cmap, csign, forest, tbuf, chunks, n_iter, lam, beta, step_min, grow,
+                       shrink, PhiW, PhiP, Wsum, Psum, GW, GP, GvW, GvP, GuW, GuP, state, bufW,
+                       bufP, sums, VW, VP, UW, UP, W2, P2, GnW, GnP, max_nodes):
+    """``n_iter`` iterations of dual extrapolation on chains and trees (KL projections), in
+    place.
 
     ``Wsum, Psum`` hold ``sum_t lambda_t w^t``, ``GW, GP`` ``sum_t lambda_t sum_i F_i
     z_i^t`` and ``state`` the weighted loss sum and ``Lambda = sum_t lambda_t`` (see the
@@ -370,8 +453,8 @@ def extragradient_chain_pass(node_offsets, edge_offsets, xdata, xind, xptr, xrow
         if state[PENDING] == 0.0:
             inv = 1.0 / lam_sum if lam_sum > 0.0 else 0.0
             ell_v, lz, h = _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y,
-                                  lw, pwi, chunks, Wsum, Psum, lam_sum, inv, max_nodes, bufW,
-                                  bufP, sums, GvW, GvP)
+                                  lw, pwi, cmap, csign, forest, tbuf, chunks, Wsum, Psum,
+                                  lam_sum, inv, max_nodes, bufW, bufP, sums, GvW, GvP)
             state[HINGE] = h
             state[LOGZ_V] = lz
             state[ELL_V] = ell_v
@@ -384,14 +467,14 @@ def extragradient_chain_pass(node_offsets, edge_offsets, xdata, xind, xptr, xrow
             _step(lam, beta, n, step, VW, GvW, PhiW, Wsum, UW, W2)
             _step(lam, beta, n, step, VP, GvP, PhiP, Psum, UP, P2)
             ell_u, _, _ = _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y,
-                                 lw, pwi, chunks, W2, P2, lam_sum + step, 0.0, max_nodes,
-                                 bufW, bufP, sums, GuW, GuP)
+                                 lw, pwi, cmap, csign, forest, tbuf, chunks, W2, P2,
+                                 lam_sum + step, 0.0, max_nodes, bufW, bufP, sums, GuW, GuP)
             _axpy_into(Wsum, step, UW, W2)
             _axpy_into(Psum, step, UP, P2)
             new_sum = lam_sum + step
             ell_v, lz, h = _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y,
-                                  lw, pwi, chunks, W2, P2, new_sum, 1.0 / new_sum, max_nodes,
-                                  bufW, bufP, sums, GnW, GnP)
+                                  lw, pwi, cmap, csign, forest, tbuf, chunks, W2, P2, new_sum,
+                                  1.0 / new_sum, max_nodes, bufW, bufP, sums, GnW, GnP)
             ew, dw = _error_w(lam, beta, n, step, VW, UW, GvW, GuW)
             ep, dp = _error_w(lam, beta, n, step, VP, UP, GvP, GuP)
             # the z blocks' part: 1/n sum_i KL(u_i || v+_i) - KL(u_i || v_i)
@@ -435,32 +518,44 @@ def step_sizes(lam, R, D_z, P0, beta=None):
     return 1.0 / L, beta
 
 
-def chain_design_error(design):
-    """Why the KL path cannot train ``design`` (None if it can): every sample a chain
-    (edges ``(t, t + 1)`` in order), one tied transition table (or no edges at all), one
-    parameter column per class with the identity map."""
-    K = design.n_classes
+def forest_arrays(batch, K):
+    """``(forest, tbuf)`` of the sweep: ``(is_chain, edges, order, parent, parent_edge)``
+    and the tree kernel's per-node arrays (one row when every sample is a chain: the
+    chains never touch them)."""
+    chain = batch.is_chain
+    if chain.all():
+        rows = 1
+        order = parent = parent_edge = np.zeros(1, np.int64)
+    else:
+        rows = batch.n_nodes
+        order, parent, parent_edge, _ = batch.forest
+    forest = (np.ascontiguousarray(chain), batch.edges, order, parent, parent_edge)
+    tbuf = (np.zeros((rows, K)), np.zeros((rows, K)), np.zeros((rows, K)),
+            np.zeros((rows, K), np.int64), np.zeros(rows, np.int64))
+    return forest, tbuf
+
+
+def design_error(design):
+    """Why the KL path cannot train ``design`` (None if it can): every sample a forest
+    (a chain, a tree or several) and every edge scored by a pairwise table of its own
+    type (no edge features)."""
     b = design.batch
-    if not np.all(b.is_chain):
-        s = int(np.flatnonzero(~b.is_chain)[0])
-        return f"sample {s} is not a chain"
-    ok = (design.tied and design.n_columns == K and np.array_equal(design.cmap, np.arange(K))
-          and np.all(design.csign == 1)
-          and (design.n_edge_features == 1 or design.n_edge_features == 0 and b.n_edges == 0))
-    if not ok:
-        return ("the model's feature map is not that of a chain with one transition table "
-                "(edge features, several tables or a multi-label map)")
+    if not np.all(b.is_forest):
+        s = int(np.flatnonzero(~b.is_forest)[0])
+        return f"sample {s} has a cycle"
+    if b.n_edges and not design.tied:
+        return "the model scores edges by edge features rather than by a table per edge type"
     if getattr(design, "submodular", False):
         return "submodular=True constrains the pairwise table, which the method does not"
     return None
 
 
 class Extragradient(DesignSolver):
-    """Dual extragradient on a chain design (KL projections by forward-backward).
+    """Dual extragradient on a chain or tree design (KL projections by sum-product).
 
     State: ``Wsum, Psum`` (the step-weighted sum of the iterates ``w^t``), ``GW, GP``
     (that of ``sum_i F_i z_i^t``), ``GvW, GvP`` (the pending look-ahead's), ``state``
-    (see the slots).  One :meth:`run_pass` is one iteration: a forward-backward sweep
+    (see the slots).  One :meth:`run_pass` is one iteration: a sum-product sweep
     for the step, one for the next look-ahead fused with a Viterbi pass for the
     hinges at the new average, in one compiled call (and two more sweeps for every
     step that fails its test).  ``order`` is ignored (a batch method); an empty one
@@ -488,7 +583,7 @@ class Extragradient(DesignSolver):
 
     def __init__(self, design, loss_weight, *, beta=None, adaptive=True, **kwargs):
         _check_settings(kwargs.get("surrogate"), kwargs.get("averaging"))
-        why = chain_design_error(design)
+        why = design_error(design)
         if why is not None:
             raise ValueError(f"{SUPPORTED}; here {why}")
         super().__init__(design, loss_weight, **kwargs)
@@ -496,29 +591,34 @@ class Extragradient(DesignSolver):
         b = d.batch
         K = d.n_classes
         F = d.n_features_total
+        C = self.W.shape[1]
+        # one table per edge type; a model without edges keeps one unused table
+        M = max(self.P.shape[0], 1)
         D = self.D
-        self.Wsum = np.zeros((F, K))
-        self.Psum = np.zeros((K, K))
-        self.GW = np.zeros((F, K))
-        self.GP = np.zeros((K, K))
-        self.GvW = np.zeros((F, K))
-        self.GvP = np.zeros((K, K))
-        self.GuW = np.zeros((F, K))
-        self.GuP = np.zeros((K, K))
-        # sum_i phi(x_i, y_i)
-        onehot = np.zeros((b.n_nodes, K))
-        onehot[np.arange(b.n_nodes), D.y] = 1.0
-        self.PhiW = expand_coef(D.xdata, D.xind, D.xptr, D.xrow, D.xoff, onehot, F)
-        self.PhiP = np.zeros((K, K))
+        self.Wsum, self.GW, self.GvW, self.GuW = (np.zeros((F, C)) for _ in range(4))
+        self.Psum, self.GP, self.GvP, self.GuP = (np.zeros((M, K, K)) for _ in range(4))
+        # sum_i phi(x_i, y_i): the class map sends class k to column cmap[k] with sign
+        # csign[k]
+        coef = np.zeros((b.n_nodes, C))
+        np.add.at(coef, (np.arange(b.n_nodes), D.cmap[D.y]), D.csign[D.y])
+        self.PhiW = expand_coef(D.xdata, D.xind, D.xptr, D.xrow, D.xoff, coef, F)
+        self.PhiP = np.zeros((M, K, K))
         if b.n_edges:
-            np.add.at(self.PhiP, (D.y[b.edges[:, 0]], D.y[b.edges[:, 1]]), 1.0)
+            np.add.at(self.PhiP, (D.pw_index, D.y[b.edges[:, 0]], D.y[b.edges[:, 1]]), 1.0)
         # the step sizes (module docstring)
         X = d.features
         node_norm = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())[d.xrow]
         sx = segment_sum(node_norm, b.node_offsets)
         T = b.lengths.astype(np.float64)
+        E = np.diff(b.edge_offsets).astype(np.float64)
         S = max(b.n_samples, 1)
-        self.R = float(np.sqrt(np.sum((sx ** 2 + np.maximum(T - 1.0, 0.0) ** 2) / 2.0) / S))
+        # the largest change of a node's class vector, ||s_k e_c(k) - s_j e_c(j)||
+        # (sqrt(2) for one column per class)
+        vec = np.zeros((K, C))
+        vec[np.arange(K), D.cmap] = D.csign
+        a = max((float(np.linalg.norm(vec[k] - vec[j])) for k in range(K) for j in range(k)),
+                default=0.0)
+        self.R = float(np.sqrt(np.sum(((a * sx) ** 2 + 2.0 * E ** 2) / 4.0) / S))
         D_z = float(T.sum() * np.log(K) / S) if K > 1 else 0.0
         P0 = float(np.sum(D.loss_weight) / S)
         self.eta, self.beta = step_sizes(self.lam, self.R, D_z, P0, beta)
@@ -526,16 +626,17 @@ class Extragradient(DesignSolver):
         self.state = np.zeros(10)
         self.state[STEP] = self.eta
         self._buffers = None
+        self._forest, self._tree_buffers = forest_arrays(b, K)
 
     def key(self):
         return super().key() + (self.eta, self.beta, self.adaptive)
 
     def _buffers_for(self, n_chunks):
-        F, K = self.Wsum.shape
+        W, P = self.Wsum.shape, self.Psum.shape
         if self._buffers is None or self._buffers[0].shape[0] != n_chunks:
             # VW, VP, UW, UP, W2, P2, GnW, GnP
-            pairs = [a for _ in range(4) for a in (np.zeros((F, K)), np.zeros((K, K)))]
-            self._buffers = (np.zeros((n_chunks, F, K)), np.zeros((n_chunks, K, K)),
+            pairs = [a for _ in range(4) for a in (np.zeros(W), np.zeros(P))]
+            self._buffers = (np.zeros((n_chunks,) + W), np.zeros((n_chunks,) + P),
                              np.zeros((n_chunks, 3)), *pairs)
         return self._buffers
 
@@ -548,13 +649,14 @@ class Extragradient(DesignSolver):
         grow, shrink = (self.GROW, self.SHRINK) if self.adaptive else (1.0, 1.0)
         with n_threads(self.n_jobs):
             chunks = b.chunks(numba.get_num_threads())
-            extragradient_chain_pass(b.node_offsets, b.edge_offsets, D.xdata, D.xind, D.xptr,
-                                     D.xrow, D.xoff, D.y, D.loss_weight, D.pw_index, chunks,
-                                     n_iter, self.lam, self.beta, self.eta, grow, shrink,
-                                     self.PhiW, self.PhiP, self.Wsum, self.Psum, self.GW,
-                                     self.GP, self.GvW, self.GvP, self.GuW, self.GuP,
-                                     self.state, *self._buffers_for(chunks.shape[0] - 1),
-                                     self.design.max_nodes)
+            extragradient_pass(b.node_offsets, b.edge_offsets, D.xdata, D.xind, D.xptr, D.xrow,
+                               D.xoff, D.y, D.loss_weight, D.pw_index, D.cmap, D.csign,
+                               self._forest,
+                               self._tree_buffers, chunks, n_iter, self.lam, self.beta,
+                               self.eta, grow, shrink, self.PhiW, self.PhiP, self.Wsum,
+                               self.Psum, self.GW, self.GP, self.GvW, self.GvP, self.GuW,
+                               self.GuP, self.state, *self._buffers_for(chunks.shape[0] - 1),
+                               self.design.max_nodes)
         if not n_iter:
             return 0.0
         return self.objective()[2]
@@ -567,10 +669,9 @@ class Extragradient(DesignSolver):
     def weights(self):
         """The weighted average ``w_bar`` of the iterates (zeros before the first)."""
         L = self.state[LAM_SUM]
-        EF = self.P.shape[0]
         if L == 0:
             return np.zeros_like(self.W), np.zeros_like(self.P)
-        P = (self.Psum / L)[None] if EF == 1 else np.zeros_like(self.P)
+        P = self.Psum / L if self.P.shape[0] else np.zeros_like(self.P)
         return self.Wsum / L, P
 
     def _dual(self, GW, GP, ell):

@@ -1,13 +1,13 @@
 """``StructuredSVM(solver="extragradient")``: Taskar et al.'s dual extragradient.
 
-* the batched chain path (KL projections by forward-backward, in one compiled call per
-  pass) and the protocol path (Euclidean projections through the model's relaxed
+* the batched path on chains and trees (KL projections by sum-product, in one compiled
+  call per pass) and the protocol path (Euclidean projections through the model's relaxed
   interface) against a plain numpy reference of the same algorithm over explicit
   labellings: every labelling of every sample enumerated, distributions over them
   (KL; the chain marginals are their marginals) or points of the simplex
   (Euclidean), the step's test from explicit KL divergences, the primal by brute
   force over the labellings and the dual at the explicit averaged labellings;
-* convergence to BCFW's optimum on chains, on a toy protocol model and on
+* convergence to BCFW's optimum on chains, on trees, on a toy protocol model and on
   :class:`~skstruct.models.MatchingModel`;
 * the models and settings the method does not support raise a ``ValueError``.
 """
@@ -27,7 +27,7 @@ from skstruct.models import (
     StructuredModel,
 )
 from skstruct.solvers import Extragradient, ProtocolExtragradient
-from skstruct.solvers._extragradient import N_TRIALS, _sweep
+from skstruct.solvers._extragradient import N_TRIALS, _sweep, forest_arrays
 from tests.protocol_models import ProtocolChain
 
 
@@ -83,10 +83,12 @@ class RelaxedMulticlass(StructuredModel):
 
 
 # ------------------------------------------------------------------ reference
-def chain_labellings(x, y, lw, K):
-    """Every labelling of a chain: joint features (W (F, K) then P (K, K), flat), losses
-    and the true labelling's joint feature."""
+def chain_labellings(x, y, lw, K, edges=None):
+    """Every labelling of a chain (or of the graph ``edges``): joint features (W (F, K)
+    then P (K, K), flat), losses and the true labelling's joint feature."""
     T, F = x.shape
+    if edges is None:
+        edges = np.array([[t - 1, t] for t in range(1, T)]).reshape(-1, 2)
     labs = np.array(list(itertools.product(range(K), repeat=T))).reshape(-1, T)
     Phi = np.zeros((labs.shape[0], F * K + K * K))
     for m, lab in enumerate(labs):
@@ -94,12 +96,20 @@ def chain_labellings(x, y, lw, K):
         P = np.zeros((K, K))
         for t in range(T):
             W[:, lab[t]] += x[t]
-            if t:
-                P[lab[t - 1], lab[t]] += 1.0
+        for a, c in edges:
+            P[lab[a], lab[c]] += 1.0
         Phi[m] = np.concatenate([W.ravel(), P.ravel()])
     loss = ((labs != y[None]) * lw[None]).sum(axis=1)
     truth = int(np.flatnonzero((labs == y[None]).all(axis=1))[0])
     return Phi, loss, Phi[truth]
+
+
+def model_labellings(model, x, y, lw):
+    """Every labelling of a multi-label sample by the model's own joint feature."""
+    labs = np.array(list(itertools.product((0, 1), repeat=len(y))))
+    Phi = np.stack([model.joint_feature(x, lab) for lab in labs])
+    loss = ((labs != y[None]) * lw[None]).sum(axis=1)
+    return Phi, loss, model.joint_feature(x, y)
 
 
 class Reference:
@@ -228,6 +238,54 @@ def small_chains(seed=0, n=30, F=5, K=4, max_len=6):
     return X, y
 
 
+def random_forest_edges(rng, T):
+    """A random tree on ``T`` nodes (a forest of two when ``T >= 4``), edges in random
+    order and orientation: rarely a chain."""
+    edges = [[int(rng.integers(0, t)), t] for t in range(1, T)]
+    if T >= 4:
+        edges.pop(int(rng.integers(0, len(edges))))
+    edges = np.array(edges, dtype=np.int64).reshape(-1, 2)
+    flip = rng.random(len(edges)) < 0.5
+    edges[flip] = edges[flip][:, ::-1]
+    return edges[rng.permutation(len(edges))]
+
+
+def tiny_trees(seed, n=7, F=2, K=3):
+    """Graph samples ``(x, edges)`` of 1 to 5 nodes: stars, branching trees, forests."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        T = int(rng.integers(1, 6))
+        X.append((rng.normal(size=(T, F)), random_forest_edges(rng, T)))
+        y.append(rng.integers(0, K, T))
+    # a star (node 0 the hub), with every class present
+    X.append((rng.normal(size=(4, F)), np.array([[0, 1], [2, 0], [0, 3]])))
+    y.append(np.array([0, 1, 2, 1]))
+    return X, y
+
+
+def small_trees(seed=0, n=30, F=5, K=4, max_len=7):
+    rng = np.random.default_rng(seed)
+    Wt = rng.normal(size=(F, K))
+    X, y = [], []
+    for _ in range(n):
+        T = int(rng.integers(1, max_len + 1))
+        x = rng.normal(size=(T, F))
+        X.append((x, random_forest_edges(rng, T)))
+        y.append(np.argmax(x @ Wt + rng.normal(scale=1.0, size=(T, K)), axis=1))
+    X.append((rng.normal(size=(K, F)), np.array([[1, 0], [1, 2], [1, 3]])))
+    y.append(np.arange(K))
+    return X, y
+
+
+def multilabel(seed=0, n=40, F=3, L=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, F))
+    Z = X @ rng.normal(size=(F, L)) + rng.normal(size=(n, L))
+    Z[:, 1] += 1.5 * Z[:, 0]        # correlated labels: a non-trivial tree
+    return X, (Z > 0).astype(int)
+
+
 def multiclass(seed=0, n=40, F=4, K=4):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, F))
@@ -238,29 +296,57 @@ def multiclass(seed=0, n=40, F=4, K=4):
 
 # --------------------------------------------------------------------- tests
 @pytest.mark.parametrize("adaptive", [False, True])
-@pytest.mark.parametrize("case", ["chains", "multiclass"])
+@pytest.mark.parametrize("case", ["chains", "trees", "multiclass", "multilabel",
+                                  "multilabel chain"])
 def test_batched_path_follows_the_reference(case, adaptive):
     """Weights, primal (brute force over labellings), the three duals and the step
-    sizes of the compiled chain path agree with the reference, pass after pass."""
+    sizes of the compiled path agree with the reference, pass after pass.  The
+    multi-label cases have a table per label pair (of a Chow-Liu tree, or of the chain
+    of labels: forward-backward with several tables) and one weight column scoring
+    the two classes with opposite signs."""
     rng = np.random.default_rng(4)
-    if case == "chains":
+    edges = None
+    if case.startswith("multilabel"):
+        Xm, Ym = multilabel(n=10)
+        label_graph = "tree" if case == "multilabel" else [[0, 1], [1, 2], [2, 3]]
+        model = MultiLabelModel(edges=label_graph).fit(Xm, Ym)
+        design, _ = model.design(Xm, Ym)
+        assert design.n_edge_features == 3
+        assert design.batch.is_chain.all() == (case != "multilabel")
+        lw = rng.uniform(0.5, 2.0, design.batch.n_nodes).reshape(Ym.shape)
+        samples = [model_labellings(model, x, yi, lwi) for x, yi, lwi in zip(Xm, Ym, lw)]
+        X = Xm
+        lw = lw.ravel()
+    elif case == "chains":
         X, y = tiny_chains(seed=2)
         model = ChainModel().fit(X, y)
+    elif case == "trees":
+        X, y = tiny_trees(seed=2)
+        model = GraphModel().fit(X, y)
+        edges = [e for _, e in X]
+        X = [x for x, _ in X]
     else:
         Xm, y = multiclass(n=12, F=3, K=3)
         X = [x[None] for x in Xm]
         y = [np.array([v]) for v in y]
         model = MulticlassModel().fit(Xm, np.concatenate(y))
     K = 3
-    design, _ = (model.design(X, y) if case == "chains"
-                 else model.design(np.vstack(X), np.concatenate(y)))
-    lw = rng.uniform(0.5, 2.0, design.batch.n_nodes)
+    if case == "multiclass":
+        design, _ = model.design(np.vstack(X), np.concatenate(y))
+    elif not case.startswith("multilabel"):
+        design, _ = model.design(X if edges is None else list(zip(X, edges)), y)
+    if case == "trees":
+        assert not design.batch.is_chain.all() and design.batch.is_forest.all()
+    if not case.startswith("multilabel"):
+        lw = rng.uniform(0.5, 2.0, design.batch.n_nodes)
     lam = 1.0 / (0.7 * len(X))
     fast = Extragradient(design, lw, lam=lam, surrogate="margin", averaging=True,
                          inference_iter=10, adaptive=adaptive)
     offs = design.batch.node_offsets
-    samples = [chain_labellings(x, yi, lw[offs[i]:offs[i + 1]], K)
-               for i, (x, yi) in enumerate(zip(X, y))]
+    if not case.startswith("multilabel"):
+        samples = [chain_labellings(x, yi, lw[offs[i]:offs[i + 1]], K,
+                                    None if edges is None else edges[i])
+                   for i, (x, yi) in enumerate(zip(X, y))]
     if case == "multiclass":
         # no transition table: drop its (unused) columns
         samples = [(Ph[:, :-K * K], lo, ph[:-K * K]) for Ph, lo, ph in samples]
@@ -344,6 +430,28 @@ def test_chains_reach_the_bcfw_optimum():
     assert np.mean(np.concatenate(svm.predict(X)) == np.concatenate(bc.predict(X))) > 0.95
 
 
+def test_trees_reach_the_bcfw_optimum():
+    X, y = small_trees()
+    tol = 1e-3
+    model = GraphModel()
+    ref = _bcfw(X, y, 1.0, tol, model=model)
+    svm = StructuredSVM(C=1.0, solver="extragradient", model=model, max_iter=2000, tol=tol,
+                        check_every=1, random_state=0).fit(X, y)
+    _check_optimum(svm, tol, ref)
+    bc = StructuredSVM(C=1.0, model=model, max_iter=100, random_state=0).fit(X, y)
+    assert np.mean(np.concatenate(svm.predict(X)) == np.concatenate(bc.predict(X))) > 0.95
+
+
+def test_multilabel_tree_reaches_the_bcfw_optimum():
+    X, Y = multilabel(n=60, L=5)
+    tol = 1e-3
+    model = MultiLabelModel(edges="tree")
+    ref = _bcfw(X, Y, 1.0, tol, model=model)
+    svm = StructuredSVM(C=1.0, solver="extragradient", model=model, max_iter=2000, tol=tol,
+                        check_every=1).fit(X, Y)
+    _check_optimum(svm, tol, ref)
+
+
 def test_protocol_toy_reaches_the_bcfw_optimum():
     X, y = multiclass()
     tol = 1e-4
@@ -378,16 +486,26 @@ def test_matching_model():
     assert svm.score(X, y) > 0.7
 
 
+@pytest.mark.parametrize("graph", ["chains", "trees"])
 @pytest.mark.parametrize("case", ["wide range", "-inf"])
-def test_sweep_against_brute_force(case):
+def test_sweep_against_brute_force(case, graph):
     """One sweep of the compiled kernel (marginals' joint features, expected loss, log
-    partition, hinges) against enumeration, with potentials whose range defeats the
-    scaled forward-backward (the log-space recursion takes over) or with forbidden
+    partition, hinges) against enumeration, on chains (forward-backward) and on trees
+    and forests (the tree kernel), with potentials whose range defeats the scaled
+    forward-backward (the log-space recursion takes over) or with forbidden
     transitions (``-inf``)."""
-    X, y = tiny_chains(seed=5)
     K = 3
-    model = ChainModel().fit(X, y)
-    design, _ = model.design(X, y)
+    if graph == "chains":
+        X, y = tiny_chains(seed=5)
+        model = ChainModel().fit(X, y)
+        edges = [None] * len(X)
+        design, _ = model.design(X, y)
+    else:
+        Xg, y = tiny_trees(seed=5)
+        design, _ = GraphModel().fit(Xg, y).design(Xg, y)
+        X = [x for x, _ in Xg]
+        edges = [e for _, e in Xg]
+        assert not design.batch.is_chain.all()
     b = design.batch
     rng = np.random.default_rng(1)
     lw = rng.uniform(0.5, 2.0, b.n_nodes)
@@ -396,7 +514,10 @@ def test_sweep_against_brute_force(case):
     P = scale * rng.normal(size=(K, K))
     if case == "-inf":
         # forbid two transitions the true labellings do not take
-        used = {(a, c) for yi in y for a, c in zip(yi[:-1], yi[1:])}
+        if graph == "chains":
+            used = {(a, c) for yi in y for a, c in zip(yi[:-1], yi[1:])}
+        else:
+            used = {(yi[a], yi[c]) for yi, e in zip(y, edges) for a, c in e}
         free = [q for q in itertools.product(range(K), repeat=2) if q not in used]
         assert len(free) >= 2
         for q in free[:2]:
@@ -404,18 +525,20 @@ def test_sweep_against_brute_force(case):
     a_c = 2.0 * scale
     chunks = b.chunks(2)
     nc = chunks.shape[0] - 1
+    forest, tbuf = forest_arrays(b, K)
     outW, outP = np.zeros((2, K)), np.zeros((K, K))
     ell, logz, hinge = _sweep(b.node_offsets, b.edge_offsets, design.features.data,
                               design.features.indices, design.features.indptr.astype(np.int64),
                               design.xrow, design.xoff, np.asarray(design.y, np.int64), lw,
-                              np.zeros(b.n_edges, np.int64), chunks, W, P, a_c, 1.0 / a_c,
-                              design.max_nodes, np.zeros((nc, 2, K)),
-                              np.zeros((nc, K, K)), np.zeros((nc, 3)), outW, outP)
+                              np.zeros(b.n_edges, np.int64), np.arange(K), np.ones(K), forest,
+                              tbuf, chunks, W, P[None], a_c, 1.0 / a_c, design.max_nodes,
+                              np.zeros((nc, 2, K)), np.zeros((nc, 1, K, K)), np.zeros((nc, 3)),
+                              outW, outP[None])
     GW, GP = np.zeros((2, K)), np.zeros((K, K))
     e_ref = z_ref = h_ref = 0.0
     offs = b.node_offsets
     for i, (x, yi) in enumerate(zip(X, y)):
-        Phi, loss, ph = chain_labellings(x, yi, lw[offs[i]:offs[i + 1]], K)
+        Phi, loss, ph = chain_labellings(x, yi, lw[offs[i]:offs[i + 1]], K, edges[i])
         counts = Phi[:, 2 * K:].reshape(-1, K, K)
         with np.errstate(invalid="ignore"):
             pair = np.where(counts > 0, counts * P, 0.0).sum(axis=(1, 2))
@@ -449,13 +572,19 @@ def test_unsupported_models_and_settings_raise():
     loopy = [(x, np.array([[i, (i + 1) % len(x)] for i in range(len(x))]))
              for x in X if len(x) >= 3]
     yl = [yi for x, yi in zip(X, y) if len(x) >= 3]
-    with pytest.raises(ValueError, match="supports chains.*not a chain"):
+    with pytest.raises(ValueError, match="supports chains and trees.*sample 0 has a cycle"):
         StructuredSVM(solver="extragradient", model=GraphModel(), max_iter=2).fit(loopy, yl)
     rng = np.random.default_rng(0)
     Xm = rng.normal(size=(10, 3))
     ym = (rng.normal(size=(10, 3)) > 0).astype(int)
-    with pytest.raises(ValueError, match="supports chains"):
+    with pytest.raises(ValueError, match="supports chains and trees.*sample 0 has a cycle"):
         StructuredSVM(solver="extragradient", model=MultiLabelModel(), max_iter=2).fit(Xm, ym)
+    # real-valued edge features: the edges are not scored by a table per edge type
+    with_features = [(x, np.array([[0, 1]]), np.array([[0.5, 2.0]])) for x in X if len(x) >= 2]
+    yf = [yi for x, yi in zip(X, y) if len(x) >= 2]
+    with pytest.raises(ValueError, match="supports chains and trees.*edge features"):
+        StructuredSVM(solver="extragradient", model=GraphModel(), max_iter=2).fit(with_features,
+                                                                                   yf)
     with pytest.raises(ValueError, match="surrogate='margin'"):
         StructuredSVM(solver="extragradient", surrogate="poslearn", max_iter=2).fit(X, y)
     with pytest.raises(ValueError, match="averaging=False"):
