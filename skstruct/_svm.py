@@ -60,9 +60,10 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         apply) that keeps no per-sample blocks of weights and returns the
         average of its iterates (``averaging=True`` only), with backtracking steps
         checked against the method's error term.  It trains chains and trees
-        (``ChainModel``, ``GraphModel`` on samples without cycles and with one
-        pairwise table, ``MulticlassModel``; projections in KL divergence by
-        sum-product) and protocol models that define the relaxed interface
+        (``ChainModel``; ``GraphModel`` on samples without cycles, without
+        real-valued edge features; ``MultiLabelModel`` with an acyclic label
+        graph such as ``edges="tree"``; ``MulticlassModel``; projections in KL
+        divergence by sum-product) and protocol models that define the relaxed interface
         ``relaxed_labels``, ``relaxed_joint_feature``, ``relaxed_scores``,
         ``relaxed_loss`` and ``project`` (Euclidean projections; e.g.
         ``MatchingModel``), with ``surrogate="margin"``; other models raise a

@@ -117,9 +117,10 @@ from ._protocol import ProtocolSolver
 # last step and at the look-ahead
 T_ITER, ELL_SUM, PENDING, HINGE, LAM_SUM, STEP, LOGZ_V, N_TRIALS, ELL_U, ELL_V = range(10)
 
-SUPPORTED = ("solver='extragradient' supports chains and trees (ChainModel, GraphModel on "
-             "samples without cycles and with one tied pairwise table, MulticlassModel; KL "
-             "projections by sum-product) and models of the protocol that define the relaxed "
+SUPPORTED = ("solver='extragradient' supports chains and trees (ChainModel; GraphModel on "
+             "samples without cycles, without real-valued edge features; MultiLabelModel with "
+             "an acyclic label graph such as edges='tree'; MulticlassModel; KL projections by "
+             "sum-product) and models of the protocol that define the relaxed "
              "interface relaxed_labels, relaxed_joint_feature, relaxed_scores, relaxed_loss and "
              "project (Euclidean projections; e.g. MatchingModel)")
 RELAXED = ("relaxed_labels", "relaxed_joint_feature", "relaxed_scores", "relaxed_loss",
@@ -142,37 +143,48 @@ def _copy(src, dst):
 
 
 @jit
-def _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, a_c, ucol, U,
-                 out, o0):
+def _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, ident, a_c, ucol,
+                 U, out, o0):
     """``U[t, k]``: the score of class ``k`` at node ``n0 + t`` (``csign[k] x_v .
-    Wc[:, cmap[k]]``); ``out[o0 + t, k]`` the same plus ``a_c`` times its loss."""
+    Wc[:, cmap[k]]``); ``out[o0 + t, k]`` the same plus ``a_c`` times its loss.  ``ident``:
+    the class map is the identity (one column per class, sign 1), read directly."""
     K = U.shape[1]
     C = ucol.shape[0]
     for t in range(T):
         v = n0 + t
-        for j in range(C):
-            ucol[j] = 0.0
         r = xrow[v]
-        add_rows(ucol, Wc, xdata, xind, xptr[r], xptr[r + 1], xoff[v])
         c = a_c * lw[v]
+        if ident:
+            u = U[t]
+            for k in range(K):
+                u[k] = 0.0
+            add_rows(u, Wc, xdata, xind, xptr[r], xptr[r + 1], xoff[v])
+        else:
+            for j in range(C):
+                ucol[j] = 0.0
+            add_rows(ucol, Wc, xdata, xind, xptr[r], xptr[r + 1], xoff[v])
+            for k in range(K):
+                U[t, k] = csign[k] * ucol[cmap[k]]
         for k in range(K):
-            s = csign[k] * ucol[cmap[k]]
-            U[t, k] = s
-            out[o0 + t, k] = s + c
+            out[o0 + t, k] = U[t, k] + c
         out[o0 + t, y[v]] = U[t, y[v]]
 
 
 @jit
-def _add_node(GW, xdata, xind, xptr, xrow, xoff, v, at, cmap, csign):
-    """``GW += x_v (x) (node marginal at, through the class map)``; returns nothing."""
+def _add_node(GW, xdata, xind, xptr, xrow, xoff, v, at, cmap, csign, ident):
+    """``GW += x_v (x) (node marginal at, through the class map)``."""
     K = at.shape[0]
     r = xrow[v]
     o = xoff[v]
     for p in range(xptr[r], xptr[r + 1]):
         g = GW[xind[p] + o]
         x = xdata[p]
-        for k in range(K):
-            g[cmap[k]] += csign[k] * x * at[k]
+        if ident:
+            for k in range(K):
+                g[k] += x * at[k]
+        else:
+            for k in range(K):
+                g[cmap[k]] += csign[k] * x * at[k]
 
 
 @jit
@@ -184,8 +196,8 @@ def _add_tables(GP, stage):
 
 
 @jit
-def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, cmap, csign, a_c,
-                  Pc3, epair, pmax, inv_t, Pbar3, ucol, U, th, eu, al, sc, beta, nb, tmp, xi,
+def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, cmap, csign, ident,
+                  a_c, Pc3, epair, pmax, inv_t, Pbar3, ucol, U, th, eu, al, sc, beta, nb, tmp, xi,
                   stage4, delta, best, GW, GP):
     """Marginals of the chain of nodes ``n0:n0 + T`` under the log-potentials ``scores(Wc)
     + a_c loss`` (nodes) and ``Pc3[pwi[e]]`` (edges), their joint feature added into ``GW,
@@ -196,8 +208,8 @@ def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, cmap
     scores(Wc) + loss`` and ``Pbar3 = inv_t Pc3``, less that of the truth).
     """
     K = U.shape[1]
-    _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, a_c, ucol, U,
-                 th, 0)
+    _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, ident, a_c,
+                 ucol, U, th, 0)
     stage = stage4[0]
     _zero(stage)
     logz = _fb_rescaled(th, epair, pmax, pwi, e0, T, eu, al, sc, beta, nb, tmp, stage)
@@ -209,7 +221,7 @@ def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, cmap
     for t in range(T):
         v = n0 + t
         ell += lw[v] * (1.0 - al[t, y[v]])
-        _add_node(GW, xdata, xind, xptr, xrow, xoff, v, al[t], cmap, csign)
+        _add_node(GW, xdata, xind, xptr, xrow, xoff, v, al[t], cmap, csign, ident)
     if T > 1:
         _add_tables(GP, stage)
     if not inv_t > 0.0:
@@ -237,22 +249,22 @@ def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, cmap
 
 @jit
 def _tree_sample(n0, T, e0, e1, xdata, xind, xptr, xrow, xoff, y, lw, pwi, edges, order,
-                 parent, parent_edge, Wc, cmap, csign, a_c, Pc3, inv_t, Pbar3, ucol, U, tun,
+                 parent, parent_edge, Wc, cmap, csign, ident, a_c, Pc3, inv_t, Pbar3, ucol, U, tun,
                  tbel, tup, tbp, tlab, arg, scratch, down, excl, xi, stage4, GW, GP):
     """:func:`_chain_sample` for a tree (or forest) sample of nodes ``n0:n0 + T`` and edges
     ``e0:e1``: sum-product and max-sum by :func:`~skstruct.inference._tree.tree_one`
     (``tun, tbel, tup, tbp, tlab`` are its per-node arrays, indexed by global node)."""
     K = U.shape[1]
     n1 = n0 + T
-    _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, a_c, ucol, U,
-                 tun, n0)
+    _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, ident, a_c,
+                 ucol, U, tun, n0)
     _zero(stage4)
     logz = tree_one(n0, n1, edges, tun, Pc3, pwi, order, parent, parent_edge, False, True,
                     tlab, tbel, tup, tbp, 2, stage4, 0, arg, scratch, down, excl, xi)
     ell = 0.0
     for v in range(n0, n1):
         ell += lw[v] * (1.0 - tbel[v, y[v]])
-        _add_node(GW, xdata, xind, xptr, xrow, xoff, v, tbel[v], cmap, csign)
+        _add_node(GW, xdata, xind, xptr, xrow, xoff, v, tbel[v], cmap, csign, ident)
     if e1 > e0:
         _add_tables(GP, stage4[0])
     if not inv_t > 0.0:
@@ -286,6 +298,9 @@ def _sample_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, 
     n_tables = Pc3.shape[0]
     is_chain, edges, order, parent, parent_edge = forest
     tun, tbel, tup, tbp, tlab = tbuf
+    ident = C == K
+    for k in range(K):
+        ident = ident and cmap[k] == k and csign[k] == 1.0
     for c in prange(chunks.shape[0] - 1):
         ucol = np.empty(C)
         U = np.empty((M, K))
@@ -318,15 +333,15 @@ def _sample_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, 
                 continue
             if is_chain[s]:
                 e, z, h = _chain_sample(n0, T, edge_offsets[s], xdata, xind, xptr, xrow, xoff,
-                                        y, lw, pwi, Wc, cmap, csign, a_c, Pc3, epair, pmax,
-                                        inv_t, Pbar3, ucol, U, th, eu, al, sc, beta, nb, tmp,
-                                        xi, stage4, delta, best, GW, GP)
+                                        y, lw, pwi, Wc, cmap, csign, ident, a_c, Pc3, epair,
+                                        pmax, inv_t, Pbar3, ucol, U, th, eu, al, sc, beta, nb,
+                                        tmp, xi, stage4, delta, best, GW, GP)
             else:
                 e, z, h = _tree_sample(n0, T, edge_offsets[s], edge_offsets[s + 1], xdata,
                                        xind, xptr, xrow, xoff, y, lw, pwi, edges, order, parent,
-                                       parent_edge, Wc, cmap, csign, a_c, Pc3, inv_t, Pbar3,
-                                       ucol, U, tun, tbel, tup, tbp, tlab, arg, scratch, down,
-                                       excl, xi, stage4, GW, GP)
+                                       parent_edge, Wc, cmap, csign, ident, a_c, Pc3, inv_t,
+                                       Pbar3, ucol, U, tun, tbel, tup, tbp, tlab, arg, scratch,
+                                       down, excl, xi, stage4, GW, GP)
             ell += e
             logz += z
             hinge += h
