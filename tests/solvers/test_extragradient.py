@@ -225,19 +225,6 @@ def tiny_chains(seed, n=7, F=2, K=3):
     return X, y
 
 
-def small_chains(seed=0, n=30, F=5, K=4, max_len=6):
-    rng = np.random.default_rng(seed)
-    Wt = rng.normal(size=(F, K))
-    X, y = [], []
-    for _ in range(n):
-        x = rng.normal(size=(int(rng.integers(1, max_len + 1)), F))
-        X.append(x)
-        y.append(np.argmax(x @ Wt + rng.normal(scale=1.0, size=(len(x), K)), axis=1))
-    X.append(rng.normal(size=(K, F)))
-    y.append(np.arange(K))
-    return X, y
-
-
 def random_forest_edges(rng, T):
     """A random tree on ``T`` nodes (a forest of two when ``T >= 4``), edges in random
     order and orientation: rarely a chain."""
@@ -264,16 +251,19 @@ def tiny_trees(seed, n=7, F=2, K=3):
     return X, y
 
 
-def small_trees(seed=0, n=30, F=5, K=4, max_len=7):
+def small_data(seed=0, n=30, F=5, K=4, max_len=6, trees=False):
+    """Chains (or, with ``trees``, graph samples of random trees and forests) whose labels
+    follow a linear score plus noise."""
     rng = np.random.default_rng(seed)
     Wt = rng.normal(size=(F, K))
     X, y = [], []
     for _ in range(n):
         T = int(rng.integers(1, max_len + 1))
         x = rng.normal(size=(T, F))
-        X.append((x, random_forest_edges(rng, T)))
+        X.append((x, random_forest_edges(rng, T)) if trees else x)
         y.append(np.argmax(x @ Wt + rng.normal(scale=1.0, size=(T, K)), axis=1))
-    X.append((rng.normal(size=(K, F)), np.array([[1, 0], [1, 2], [1, 3]])))
+    x = rng.normal(size=(K, F))
+    X.append((x, np.array([[1, 0], [1, 2], [1, 3]])) if trees else x)
     y.append(np.arange(K))
     return X, y
 
@@ -420,7 +410,7 @@ def _check_optimum(svm, tol, reference):
 
 
 def test_chains_reach_the_bcfw_optimum():
-    X, y = small_chains()
+    X, y = small_data()
     tol = 1e-3
     ref = _bcfw(X, y, 1.0, tol)
     svm = StructuredSVM(C=1.0, solver="extragradient", max_iter=2000, tol=tol, check_every=1,
@@ -431,7 +421,7 @@ def test_chains_reach_the_bcfw_optimum():
 
 
 def test_trees_reach_the_bcfw_optimum():
-    X, y = small_trees()
+    X, y = small_data(max_len=7, trees=True)
     tol = 1e-3
     model = GraphModel()
     ref = _bcfw(X, y, 1.0, tol, model=model)
@@ -555,7 +545,7 @@ def test_sweep_against_brute_force(case, graph):
 
 
 def test_warm_start_continues_the_iterations():
-    X, y = small_chains(seed=1, n=10)
+    X, y = small_data(seed=1, n=10)
     common = dict(C=0.5, solver="extragradient", tol=0.0, check_every=1)
     one = StructuredSVM(max_iter=10, **common).fit(X, y)
     two = StructuredSVM(max_iter=5, warm_start=True, **common).fit(X, y)
@@ -566,7 +556,7 @@ def test_warm_start_continues_the_iterations():
 
 
 def test_unsupported_models_and_settings_raise():
-    X, y = small_chains(n=4)
+    X, y = small_data(n=4)
     with pytest.raises(ValueError, match="relaxed_labels"):
         StructuredSVM(solver="extragradient", model=ProtocolChain(), max_iter=2).fit(X, y)
     loopy = [(x, np.array([[i, (i + 1) % len(x)] for i in range(len(x))]))
