@@ -127,12 +127,26 @@ class StructuredEstimatorMixin:
     def _predict_iter(self):
         return 100
 
-    def predict(self, X):
+    def predict(self, X, *, clamp=None, forbidden=None):
         """Most likely labelling of every sample (MAP; TRW-S on loopy graphs).
 
         Parameters
         ----------
         X : samples in the format of the fitted model (see ``skstruct.models``)
+        clamp : sequence, optional
+            Labels known in advance: one entry per sample, ``None`` (no
+            constraint), a dict ``{node: label}`` or a sequence of ``n_nodes``
+            labels with ``None`` at the free nodes.  Labels are values of
+            ``classes_`` (for :class:`~skstruct.models.MultiLabelModel` the
+            nodes are the labels and the values 0/1).
+        forbidden : iterable of label pairs, optional
+            Pairs ``(a, b)`` no edge may take: ``a`` at the edge's first node
+            and ``b`` at its second (on chains, the transition from ``a`` to
+            ``b``).  With either constraint the labelling is the best one that
+            satisfies it: Viterbi on chains, exact max-sum on other trees,
+            enumeration where the model enumerates and TRW-S on other loopy
+            graphs (so approximate there); a sample no labelling satisfies
+            raises a ``ValueError`` naming it.
 
         Returns
         -------
@@ -142,10 +156,76 @@ class StructuredEstimatorMixin:
             multiclass.
         """
         check_is_fitted(self, "coef_")
+        if clamp is not None or forbidden is not None:
+            from ._decoding import constrained_map
+
+            design, packed, pots = self._constrained_potentials(X, clamp, forbidden)
+            with n_threads(self.n_jobs):
+                labels = constrained_map(design, *pots)
+            return self.model_._format(labels, packed)
         if not self._batched():
             return [self.model_.inference(x, self.coef_) for x in X]
         labels, packed = self._decode(X)
         return self.model_._format(labels, packed)
+
+    def _potentials(self, X):
+        """The design, packed ``X`` and ``(unary, tables, pw_index)`` of the fitted
+        model's scores."""
+        from .models._predict import design_potentials
+
+        design, packed = self.model_.design(X)
+        W, P = self._weights()
+        with n_threads(self.n_jobs):
+            return design, packed, design_potentials(design, W, P)
+
+    def _constrained_potentials(self, X, clamp, forbidden):
+        from ._decoding import constrained_potentials
+
+        if not self._batched():
+            raise ValueError(f"clamp and forbidden need a built-in model (skstruct.models); "
+                             f"{type(self.model_).__name__} decodes through its own inference")
+        design, packed, (u, t, i) = self._potentials(X)
+        u, t = constrained_potentials(design, u, t, i, np.asarray(self.classes_), clamp,
+                                      forbidden)
+        return design, packed, (u, t, i)
+
+    def predict_marginals(self, X, *, clamp=None, forbidden=None):
+        """Node marginals of the distribution ``p(y | x)`` proportional to
+        ``exp(score(x, y))`` of the learned scores.
+
+        A max-margin or perceptron model is not trained as a probability model:
+        these are the marginals of the conditional random field whose
+        potentials are the learned scores (their arg max is not always the MAP
+        labelling, and their scale follows ``C``), useful to rank the nodes by
+        confidence.  Exact on chains and trees (forward-backward, sum-product)
+        and where the model enumerates; loopy belief propagation elsewhere.
+
+        Parameters
+        ----------
+        X : samples in the format of the fitted model
+        clamp, forbidden : optional
+            Constraints, as for :meth:`predict`: the marginals are those of the
+            distribution restricted to the labellings that satisfy them.
+
+        Returns
+        -------
+        list of arrays (n_nodes_i, n_classes), columns in the order of
+        ``classes_`` (for :class:`~skstruct.models.MultiLabelModel` an array
+        ``(n_labels, 2)`` per sample: off, on).
+        """
+        from ._decoding import constrained_marginals
+
+        check_is_fitted(self, "coef_")
+        if clamp is not None or forbidden is not None:
+            design, _, pots = self._constrained_potentials(X, clamp, forbidden)
+        else:
+            if not self._batched():
+                raise ValueError(f"predict_marginals needs a built-in model (skstruct.models); "
+                                 f"{type(self.model_).__name__} defines no marginals")
+            design, _, pots = self._potentials(X)
+        with n_threads(self.n_jobs):
+            node = constrained_marginals(design, *pots)
+        return np.split(node, design.batch.node_offsets[1:-1])
 
     @property
     def unary_coef_(self):

@@ -80,3 +80,29 @@ def predict_labels(design, W, P, trws_iter):
                     sc["msgs"], sc["bp"], sc["lab"], sc["belief"], sc["up"],
                     design.max_nodes, design.max_edges, design.batch.chunks(n_chunks()))
     return sc["lab"]
+
+
+def design_potentials(design, W, P):
+    """The node potentials (N, K) and the edge tables with their index per edge of every
+    sample of ``design`` under weights ``W``, ``P``: ``(unary, tables, pw_index)`` in the
+    form :mod:`skstruct.inference` reads (one table per edge type when edges carry no
+    real-valued features, else one per edge)."""
+    from ._kernels import potentials
+
+    b = design.batch
+    N, E, K = b.n_nodes, b.n_edges, design.n_classes
+    y0 = np.zeros(N, np.int64)
+    D = design.args(y0, np.zeros(N), 1)
+    chunks = b.chunks(n_chunks())
+    unary = np.empty((N, K))
+    PE = np.zeros((1, K, K)) if design.tied else np.empty((E, K, K))
+    P = np.ascontiguousarray(P, dtype=np.float64)
+    potentials(b.node_offsets, b.edge_offsets, b.edges, D.xdata, D.xind, D.xptr, D.xrow, D.xoff,
+               np.ascontiguousarray(W), D.cmap, D.csign, D.dense, design.tied, D.pw_index,
+               D.edata, D.eind, D.eptr, P, y0, D.loss_weight, False, chunks, unary, PE,
+               np.zeros(chunks.shape[0] - 1))
+    if design.tied:
+        if P.shape[0] == 0:
+            return unary, np.zeros((1, K, K)), np.zeros(E, np.int64)
+        return unary, P, np.ascontiguousarray(D.pw_index)
+    return unary, PE, np.arange(E, dtype=np.int64)
