@@ -6,6 +6,8 @@ on disk), and subpackages load when first touched.
 
 import importlib
 
+from ._persist import trusted_types
+
 __version__ = "0.1.0.dev0"
 
 _SUBMODULES = ("datasets", "energies", "inference", "metrics", "models", "preprocessing", "solvers")
@@ -16,7 +18,7 @@ _ESTIMATORS = {
     "StructuredSVM": "._svm",
 }
 
-__all__ = ["__version__", *_SUBMODULES, *_ESTIMATORS]
+__all__ = ["__version__", *_SUBMODULES, *_ESTIMATORS, "trusted_types"]
 
 
 def __getattr__(name):
