@@ -5,19 +5,23 @@ Single graphs: :func:`viterbi`, :func:`forward_backward`, :func:`map_inference`,
 compiled call each: :class:`GraphBatch` with :func:`map_batch` (including
 loss-augmented decoding), :func:`marginals_batch` and
 :func:`max_marginals_batch`; marginal inference with a non-local energy
-on the marginals, :func:`bethe_project`.  Nothing is compiled at import; each kernel
-compiles on first use and is cached on disk.
+on the marginals, :func:`bethe_project`.  The k best labellings of chains and
+forests, of one graph or a whole batch: :func:`kbest`.  Nothing is compiled at
+import; each kernel compiles on first use and is cached on disk.
 """
 
 from .._core import GraphBatch
 from .._core._warnings import ConvergenceWarning, InfeasibilityWarning
 from ._api import (
     InferenceInfo,
+    KBest,
+    KBestBatch,
     chain_edges,
     check_edges,
     check_pairwise,
     check_unary,
     forward_backward,
+    kbest,
     loss_augment,
     map_batch,
     map_inference,
@@ -36,6 +40,8 @@ __all__ = [
     "InfeasibilityWarning",
     "InferenceInfo",
     "GraphBatch",
+    "KBest",
+    "KBestBatch",
     "bethe_entropy",
     "bethe_project",
     "chain_edges",
@@ -43,6 +49,7 @@ __all__ = [
     "check_pairwise",
     "check_unary",
     "forward_backward",
+    "kbest",
     "loss_augment",
     "map_batch",
     "map_inference",

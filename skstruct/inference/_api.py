@@ -851,3 +851,163 @@ def max_marginals(unary, edges, pairwise):
     """
     unary, batch = _single(unary, edges)
     return max_marginals_batch(batch, unary, pairwise)
+
+
+# ------------------------------------------------------------ k best labellings
+
+class KBest(NamedTuple):
+    """The best labellings of one graph, best first (:func:`kbest`).
+
+    ``labels``: int64 array (r, n_nodes), row ``j`` the ``j``-th best
+    labelling; ``scores``: float64 array (r,), their scores, non-increasing.
+    ``r`` is ``k``, or fewer when the graph has fewer feasible labellings
+    (0 when it has none).
+    """
+
+    labels: np.ndarray
+    scores: np.ndarray
+
+
+class KBestBatch:
+    """The best labellings of every sample of a packed batch (:func:`kbest`).
+
+    ``result[s]`` (or iterating) gives sample ``s``'s :class:`KBest`.
+
+    Attributes
+    ----------
+    labels : ndarray of int64 of shape (width, N)
+        Row ``j``: the ``j``-th best labelling of every sample, packed like the
+        rows of ``unary`` (sample ``s`` owns columns
+        ``node_offsets[s]:node_offsets[s + 1]``); ``-1`` where a sample has
+        fewer than ``j + 1`` feasible labellings.
+    scores : ndarray of shape (n_samples, width)
+        Their scores, each row non-increasing, ``-inf`` past ``n_found``.
+    n_found : ndarray of int64 of shape (n_samples,)
+        Labellings returned per sample: ``k``, or fewer when a sample has fewer
+        feasible ones.
+    node_offsets : ndarray of int64 of shape (n_samples + 1,)
+        The batch's node offsets.
+
+    ``width`` is the largest ``n_found``, at most ``k``.
+    """
+
+    def __init__(self, labels, scores, n_found, node_offsets):
+        self.labels, self.scores = labels, scores
+        self.n_found, self.node_offsets = n_found, node_offsets
+
+    def __len__(self):
+        return self.n_found.shape[0]
+
+    def __getitem__(self, s):
+        if isinstance(s, bool) or not isinstance(s, Integral):
+            raise TypeError(f"a sample index must be an integer, got {s!r}")
+        S = len(self)
+        if not -S <= s < S:
+            raise IndexError(f"sample {s} out of range for {S} samples")
+        s = int(s) % S
+        r = int(self.n_found[s])
+        n0, n1 = self.node_offsets[s], self.node_offsets[s + 1]
+        return KBest(self.labels[:r, n0:n1].copy(), self.scores[s, :r].copy())
+
+    def __iter__(self):
+        return (self[s] for s in range(len(self)))
+
+    def __repr__(self):
+        return f"KBestBatch(n_samples={len(self)}, width={self.scores.shape[1]})"
+
+
+def _labelling_count_cap(batch, K, k):
+    """``min(k, K ** n)`` for the largest sample, without overflow: no sample has
+    more labellings, so no table needs to be wider."""
+    n = int(batch.lengths.max()) if batch.n_samples else 0
+    if K == 1 or n * np.log2(K) >= np.log2(k):
+        return k if K > 1 else 1
+    return min(k, K ** n)
+
+
+def kbest(unary, edges, pairwise, k, *, pw_index=None, n_jobs=None):
+    """The ``k`` best labellings of a chain or forest, with their scores, best first.
+
+    Exact k-best max-sum dynamic programming: every node keeps, per label, the
+    ``k`` best scores of its subtree with backpointers (list Viterbi on a
+    chain), children's lists are merged into their parent's, and the trees of
+    a forest are merged at the end; ``k = 1`` is MAP.  Costs about ``k``
+    times MAP in time and ``24 k K`` bytes per node of the largest samples in
+    memory.
+
+    Parameters
+    ----------
+    unary : array-like of shape (n_nodes, K), or (N, K) for a batch
+    edges : array-like of int of shape (n_edges, 2), or GraphBatch
+        One graph's edges, or a packed batch of ``n_samples`` graphs (then
+        ``unary`` stacks every sample's rows, as in :func:`map_batch`).
+        Every graph must be a forest (chains, trees, several trees, isolated
+        nodes); a graph with a cycle raises ``ValueError``.
+    pairwise : array-like of shape (K, K), (n_edges, K, K) or (M, K, K) with ``pw_index``
+        ``pairwise[e][a, b]`` scores label ``a`` at ``edges[e, 0]`` and ``b``
+        at ``edges[e, 1]``.
+    k : int
+        Number of labellings wanted per sample, ``>= 1``.
+    pw_index : array-like of int of shape (n_edges,), optional
+        Which pairwise matrix scores each edge.
+    n_jobs : int, optional
+        Threads (a batch is split by sample).
+
+    Returns
+    -------
+    KBest
+        For one graph: ``labels`` (r, n_nodes) and ``scores`` (r,), ``r <= k``;
+        fewer than ``k`` rows when the graph has fewer than ``k`` feasible
+        labellings (``-inf`` scores forbid labels and label pairs; a forbidden
+        labelling is never returned, and an infeasible graph gives 0 rows).
+    KBestBatch
+        For a :class:`GraphBatch`: the same per sample, packed; ``result[s]``
+        is sample ``s``'s :class:`KBest`.
+
+    Notes
+    -----
+    Labellings of equal score come in a deterministic order (the same for the
+    same scores, whether a sample is decoded alone or in a batch), not a
+    specified one such as lexicographic; which of several tied labellings
+    make the cut at rank ``k`` follows the same rule.  A graph without nodes
+    has one labelling, the empty one, of score 0.
+    """
+    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    k = int(k)
+    single = not isinstance(edges, GraphBatch)
+    if single:
+        unary, batch = _single(unary, edges)
+    else:
+        batch = edges
+    unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
+    if not batch.is_forest.all():
+        s = int(np.flatnonzero(~batch.is_forest)[0])
+        what = "the graph has" if single else f"sample {s} has"
+        raise ValueError(f"kbest is exact on chains and forests only; {what} a cycle")
+    K = unary.shape[1]
+    S = batch.n_samples
+    width = _labelling_count_cap(batch, K, k)
+    check_memory(8 * width * batch.n_nodes, f"{width} labellings of {batch.n_nodes} nodes",
+                 "lower k or split the batch")
+    from ._kbest import kbest_batch
+
+    order, parent, parent_edge, _ = batch.forest
+    with n_threads(_jobs(batch, n_jobs)):
+        chunks = batch.chunks(n_chunks())
+        # each chunk's tables are sized by its largest sample; all chunks at once is the bound
+        if S:
+            n_max = np.maximum.reduceat(batch.lengths, chunks[:-1]).sum()
+            check_memory(24 * int(n_max) * K * width, f"k-best tables of {width} labellings "
+                         f"and {K} states", "lower k")
+        labels = np.full((width, batch.n_nodes), -1, np.int64)
+        scores = np.full((S, width), -np.inf)
+        n_found = np.zeros(S, np.int64)
+        kbest_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
+                    pw_index, order, parent, parent_edge, chunks, width, labels, scores,
+                    n_found)
+    if single:
+        r = int(n_found[0])
+        return KBest(labels[:r], scores[0, :r])
+    used = int(n_found.max()) if S else 0
+    return KBestBatch(labels[:used], scores[:, :used], n_found, batch.node_offsets)
