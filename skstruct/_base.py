@@ -189,6 +189,41 @@ class StructuredEstimatorMixin:
                                       forbidden)
         return design, packed, (u, t, i)
 
+    def predict_kbest(self, X, k, *, clamp=None, forbidden=None):
+        """The ``k`` best labellings of every chain or tree sample, best first, with
+        their scores under the learned weights.
+
+        Parameters
+        ----------
+        X : samples in the format of the fitted model; every sample a chain or a
+            forest (a ``ValueError`` names a sample with a cycle)
+        k : int
+            Labellings wanted per sample.
+        clamp, forbidden : optional
+            Constraints, as for :meth:`predict`: only labellings that satisfy
+            them are listed.
+
+        Returns
+        -------
+        list of (labels, scores), one per sample: ``labels`` an array ``(r,
+        n_nodes)`` of values of ``classes_`` (row 0 is :meth:`predict`'s answer up
+        to ties), ``scores`` ``(r,)`` non-increasing; ``r = k``, or fewer when the
+        sample has fewer labellings (that satisfy the constraints).
+        """
+        from .inference import kbest
+
+        check_is_fitted(self, "coef_")
+        if not self._batched():
+            raise ValueError(f"predict_kbest needs a built-in model (skstruct.models); "
+                             f"{type(self.model_).__name__} decodes through its own inference")
+        if clamp is not None or forbidden is not None:
+            design, _, (u, t, i) = self._constrained_potentials(X, clamp, forbidden)
+        else:
+            design, _, (u, t, i) = self._potentials(X)
+        res = kbest(u, design.batch, t, k, pw_index=i, n_jobs=self.n_jobs)
+        classes = np.asarray(self.classes_)
+        return [(classes[r.labels], r.scores) for r in res]
+
     def predict_marginals(self, X, *, clamp=None, forbidden=None):
         """Node marginals of the distribution ``p(y | x)`` proportional to
         ``exp(score(x, y))`` of the learned scores.

@@ -196,3 +196,29 @@ def test_other_estimators_decode_under_constraints():
     marg = np.vstack(mc.predict_marginals(Xm))
     assert marg.shape == (30, 3)
     np.testing.assert_array_equal(np.argmax(marg, axis=1), mc.predict(Xm))
+
+
+@pytest.mark.parametrize("kind", ["chain", "tree"])
+def test_predict_kbest_matches_enumeration(kind):
+    X, y, model = _data(kind, seed=3)
+    est = StructuredSVM(C=1.0, model=model, max_iter=30, random_state=0).fit(X, y)
+    classes = est.classes_
+    for cl, fb in ((None, None), ([{0: classes[1]}] * len(X), [(classes[2], classes[0])])):
+        res = est.predict_kbest(X, 5, clamp=cl, forbidden=fb)
+        pred = est.predict(X, clamp=cl, forbidden=fb)
+        for s, x in enumerate(X):
+            T = _nodes(x)
+            labs, scores = _labellings(est, x, T)
+            ok = _satisfies(labs, _edges_of(est, x, T), None if cl is None else cl[s], fb)
+            want = np.sort(scores[ok])[::-1][:5]
+            got_labels, got_scores = res[s]
+            np.testing.assert_allclose(got_scores, want, atol=1e-9)
+            for lab, sc in zip(got_labels, got_scores):
+                hit = np.flatnonzero(np.all(labs == lab[None], axis=1))[0]
+                assert ok[hit] and scores[hit] == pytest.approx(sc, abs=1e-9)
+            assert est.coef_ @ est.model_.joint_feature(x, pred[s]) == pytest.approx(
+                got_scores[0], abs=1e-9)
+    loopy, yl, _ = _data("loopy")
+    g = StructuredSVM(C=1.0, model=GraphModel(), max_iter=5).fit(loopy, yl)
+    with pytest.raises(ValueError, match=r"sample 0"):
+        g.predict_kbest(loopy, 3)
