@@ -1,12 +1,13 @@
 """Vilnis et al.'s CRF with learned non-local energies (Bethe projections)."""
 
+import math
 import time
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from ._base import C_RANGE, StructuredEstimatorMixin, _set_n_features_in, resolve_model
 from ._core import n_threads
@@ -21,6 +22,7 @@ _LEARNING = ("stochastic", "alternating")
 # Bethe projection algorithms (skstruct.inference.bethe_project's methods)
 _INFERENCE = ("rda", "md", "accelerated")
 _FEATURE_PAIRS = ("all", "seen")
+_ENERGY_FIT = ("joint", "held_out")
 
 
 # candidate dictionary entries of n_pieces="auto": 95.8% against 96.1% for all 55 OCR
@@ -53,6 +55,12 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     "stochastic"``: one projection and one gradient step per mini-batch) or
     by Algorithm 2 (``"alternating"``: projections of every sample, then
     L-BFGS on the surrogate with the ``mu_i`` fixed).
+
+    With ``energy_fit="held_out"`` the two stages see different samples, the
+    protocol of the paper's citation-extraction experiment: the base CRF is
+    trained on the training part only and then frozen, and ``psi`` is learned
+    on a held-out part, ``validation_fraction`` of the samples drawn with
+    ``random_state`` or the ``X_val, y_val`` given to :meth:`fit`.
 
     Parameters
     ----------
@@ -88,7 +96,26 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         the unseen pairs.  Not with ``fit_theta=True`` (the energy's learning
         would move the fixed weights).
     energy : energy from :mod:`skstruct.energies`, or None, default=None
-        The non-local energy (cloned and fitted on the training labels).
+        The non-local energy (cloned and fitted on the training labels; with
+        ``energy_fit="held_out"`` on those of the training part).  Its
+        parameters may name labels as they appear in ``y`` (e.g. the rows of
+        :class:`~skstruct.energies.LinearMeasurements`): they are resolved
+        against ``classes_`` at fit time.
+    energy_fit : {"joint", "held_out"}, default="joint"
+        Which samples train which part.  ``"joint"``: the base CRF and the
+        energy's weights ``psi`` are both learned on all of ``X, y``.
+        ``"held_out"``: the base CRF is learned on the training part only and
+        kept fixed; ``psi`` is learned on the held-out part (the ``X_val,
+        y_val`` passed to :meth:`fit`, else ``validation_fraction`` of the
+        samples, drawn with ``random_state``), so the energy learns how much to
+        correct a CRF on samples that CRF has not seen.  Not with
+        ``fit_theta=True`` (which would retrain the CRF on the held-out part).
+        Without an energy every sample trains the CRF.
+    validation_fraction : float, default=0.2
+        Fraction of the samples held out for learning ``psi`` with
+        ``energy_fit="held_out"`` and no ``X_val`` (rounded up to whole
+        samples, as in :func:`sklearn.model_selection.train_test_split`).
+        Strictly between 0 and 1; ignored otherwise.
     psi : {"bias", "mean_map"}, default="bias"
         How the energy's weights depend on ``x``: one learned constant per
         term, or a linear function (plus constant) of the mean over the
@@ -135,14 +162,16 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     batch_size : int, default=64
         Samples per stochastic step (1 is the paper's Algorithm 3 exactly).
     fit_theta : bool, default=False
-        Also update the CRF weights while learning the energy.
+        Also update the CRF weights while learning the energy (``energy_fit=
+        "joint"`` only).
     C_energy : float, default=None
         Inverse L2 regularisation of the energy's weights (``None``: ``C``),
         in the range of ``C``.
     n_jobs : int, default=None
         Threads of the compiled kernels.
     random_state : int, RandomState or None, default=None
-        Random Fourier features and sample order of the stochastic algorithms.
+        Random Fourier features, sample order of the stochastic algorithms and the
+        held-out split of ``energy_fit="held_out"``.
     verbose : int, default=0
 
     Attributes
@@ -157,6 +186,10 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     energy_ : fitted clone of ``energy``, or None
     psi_coef_ : ndarray (n_terms, n_psi_features) or None
         Energy weights: column 0 the constant, then one per random feature.
+    held_out_indices_ : ndarray of int or None
+        With ``energy_fit="held_out"`` and no ``X_val``: the (sorted) indices
+        of the samples of ``X`` that ``psi`` was learned on; the others trained
+        the base CRF.  None otherwise.
     mean_map_ : fitted RBFSampler or None
     n_iter_ : int
         Base CRF iterations (L-BFGS) or epochs (SGD).
@@ -194,6 +227,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         "tol": [Interval(Real, 0)],
         "feature_pairs": [Options(*_FEATURE_PAIRS)],
         "energy": [None, Energy],
+        "energy_fit": [Options(*_ENERGY_FIT)],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "psi": [Options(*_PSI)],
         "n_components": [Interval(Integral, 1)],
         "gamma": [Options("scale"), Interval(Real, 0, None, closed="neither")],
@@ -216,7 +251,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     }
 
     def __init__(self, *, model="auto", C=1.0, solver="lbfgs", max_iter=100, tol=1e-6,
-                 feature_pairs="all", energy=None, psi="bias", n_components=1000,
+                 feature_pairs="all", energy=None, energy_fit="joint",
+                 validation_fraction=0.2, psi="bias", n_components=1000,
                  gamma="scale", psi_init=1.0, inference="rda", max_oracle_calls=20,
                  n_pieces="auto", inference_tol=1e-4, step_size=1.0, lipschitz=None,
                  learning="stochastic", energy_max_iter=5, learning_rate=0.1, batch_size=64,
@@ -228,6 +264,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         self.tol = tol
         self.feature_pairs = feature_pairs
         self.energy = energy
+        self.energy_fit = energy_fit
+        self.validation_fraction = validation_fraction
         self.psi = psi
         self.n_components = n_components
         self.gamma = gamma
@@ -263,6 +301,35 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
             raise ValueError("feature_pairs='seen' fixes the unseen pairs' weights at 0, but "
                              "fit_theta=True would move them: use feature_pairs='all' or "
                              "fit_theta=False")
+        if self.energy_fit == "held_out" and self.energy is not None and self.fit_theta:
+            raise ValueError("energy_fit='held_out' keeps the base CRF trained on the training "
+                             "part fixed, but fit_theta=True would retrain it on the held-out "
+                             "part: use fit_theta=False or energy_fit='joint'")
+
+    def _check_validation_data(self, X_val, y_val):
+        """Whether ``X_val, y_val`` are given, refusing data that would go unused."""
+        if (X_val is None) != (y_val is None):
+            given, missing = ("X_val", "y_val") if y_val is None else ("y_val", "X_val")
+            raise ValueError(f"{given} was given without {missing}: pass both or neither")
+        if X_val is None:
+            return False
+        if self.energy is None or self.energy_fit != "held_out":
+            raise ValueError("X_val and y_val are the held-out samples the energy's weights "
+                             "are learned on: they need an energy and energy_fit='held_out' "
+                             f"(got energy={self.energy!r}, energy_fit={self.energy_fit!r})")
+        return True
+
+    def _held_out_split(self, n_samples, rng):
+        """Sorted indices of the training and the held-out part of ``n_samples``."""
+        frac = float(self.validation_fraction)
+        n_val = math.ceil(frac * n_samples)
+        if n_val < 1 or n_val >= n_samples:
+            raise ValueError(f"energy_fit='held_out' with validation_fraction={frac!r} leaves "
+                             f"{n_samples - n_val} training and {n_val} held-out samples of "
+                             f"{n_samples}: both parts need at least one (pass more samples, "
+                             "another validation_fraction, or X_val and y_val)")
+        perm = rng.permutation(n_samples)
+        return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
     def _n_pieces(self):
         """The resolved ``n_pieces`` for :func:`bethe_project`."""
@@ -285,13 +352,19 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         return design, packed
 
     # ------------------------------------------------------------------- fit
-    def fit(self, X, y):
+    def fit(self, X, y, *, X_val=None, y_val=None):
         """Fit the base CRF, then (with an energy) the energy's weights.
 
         Parameters
         ----------
         X : list of samples (see :mod:`skstruct.models`), chains or trees.
         y : list of label arrays.
+        X_val, y_val : held-out samples and their labels, default=None
+            With ``energy_fit="held_out"``: the samples the energy's weights
+            are learned on, while all of ``X, y`` trains the base CRF (then
+            ``validation_fraction`` is ignored).  Their labels must occur in
+            ``y``.  In a :class:`~sklearn.pipeline.Pipeline` they would skip
+            the earlier steps: prefer ``validation_fraction`` there.
 
         Returns
         -------
@@ -300,6 +373,7 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         from .solvers._crf import CRFObjective, fit_crf_lbfgs, seen_pairs
 
         self._check_params()
+        given_val = self._check_validation_data(X_val, y_val)
         rng = check_random_state(self.random_state)
         model, made = resolve_model(self.model, X, y, batched_only=True, design=True)
         self.model_ = model
@@ -307,6 +381,16 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         _set_n_features_in(self, model)
         design = self._design(X, y, made)[0]
         del made
+        # the energy's weights are learned on energy_design (all of X, or the held-out part)
+        energy_design = design
+        self.held_out_indices_ = None
+        if self.energy is not None and self.energy_fit == "held_out":
+            if given_val:
+                energy_design = self._design_of_validation(X_val, y_val)
+            else:
+                train, held = self._held_out_split(design.batch.n_samples, rng)
+                design, energy_design = design.take(train), design.take(held)
+                self.held_out_indices_ = held
         pairs = seen_pairs(design) if self.feature_pairs == "seen" else None
         obj = CRFObjective(design, self.C, pairs=pairs)
         w0 = np.zeros(obj.n_weights)
@@ -326,13 +410,33 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         self.psi_coef_ = None
         self.mean_map_ = None
         if self.energy is not None:
-            if pairs is not None:
-                # the energy's learners read the full weight layout of coef_
-                obj = CRFObjective(design, self.C)
+            if pairs is not None or energy_design is not design:
+                # the energy's learners read the full weight layout of coef_, on the samples
+                # they learn from
+                obj = CRFObjective(energy_design, self.C)
             with n_threads(self.n_jobs):
-                self._fit_energy(X, design, obj, rng, hist)
+                self._fit_energy(energy_design, obj, rng, hist, train_design=design)
         self.history_ = {k: np.asarray(v, np.float64) for k, v in hist.items()}
         return self
+
+    def _design_of_validation(self, X_val, y_val):
+        """The design of the explicit held-out samples, labels checked against ``classes_``."""
+        from ._core._packing import check_sequence
+
+        check_sequence(X_val, "X_val")
+        check_sequence(y_val, "y_val")
+        if len(X_val) != len(y_val):
+            raise ValueError(f"X_val has {len(X_val)} samples but y_val has {len(y_val)}")
+        if len(X_val) == 0:
+            raise ValueError("X_val and y_val hold no samples")
+        seen = set(np.asarray(self.classes_).tolist())
+        for i, labels in enumerate(y_val):
+            arr = np.asarray(labels)
+            for lab in np.unique(arr.ravel()).tolist() if arr.size else ():
+                if lab not in seen:
+                    raise ValueError(f"y_val[{i}] holds the label {lab!r}, which y does not: the "
+                                     "base CRF is trained on X, y and knows only its labels")
+        return self._design(X_val, y_val)[0]
 
     def _set_theta(self, obj, w):
         # the full layout (node weights then edge tables), whatever the pairs trained;
@@ -417,14 +521,21 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         """Bethe projection of every sample of ``obj``'s design."""
         return self._projector()(obj, W, P, psi, edges)
 
-    def _fit_energy(self, X, design, obj, rng, hist):
-        """Learn the energy's weights by Algorithm 3 or 2 (``learning``)."""
+    def _fit_energy(self, design, obj, rng, hist, train_design=None):
+        """Learn the energy's weights on ``design`` by Algorithm 3 or 2 (``learning``);
+        the energy itself (e.g. a dictionary of labellings) is fitted on
+        ``train_design`` (default ``design``)."""
         from .solvers._energy import Alternating, DoublyStochastic
 
-        energy = clone(self.energy).fit(design.y, design.batch, design.n_classes)
+        # a dictionary built from the held-out labels would contain every held-out
+        # labelling: psi would learn to trust it more than it deserves on new data
+        fd = design if train_design is None else train_design
+        energy = clone(self.energy)
+        named = {"classes": self.classes_} if has_fit_parameter(energy, "classes") else {}
+        energy.fit(fd.y, fd.batch, fd.n_classes, **named)
         self.energy_ = energy
         self._rff_seed = rng.randint(np.iinfo(np.int32).max)
-        Phi = self._psi_features(X, design, fitting=True)
+        Phi = self._psi_features(None, design, fitting=True)
         V = np.zeros((energy.n_terms, Phi.shape[1]))
         V[:, 0] = float(self.psi_init)
         Ce = self.C if self.C_energy is None else self.C_energy
@@ -468,6 +579,13 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         Phi = self._psi_features(X, design, fitting=False)
         proj = self._project(obj, self._W, self._P, self._psi(self.psi_coef_, Phi))
         return design, packed, proj.unary, proj.pairwise, proj.pw_index, proj
+
+    def _potentials(self, X):
+        """With an energy, the potentials of Proposition 1's CRF (the Bethe projection,
+        computed without prediction-time constraints), else the CRF's own."""
+        with n_threads(self.n_jobs):
+            design, packed, u, t, i, _ = self._theta_tilde(X)
+        return design, packed, (u, t, i)
 
     def _decode(self, X):
         from .inference import map_batch

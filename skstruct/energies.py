@@ -33,6 +33,7 @@ whatever the energy needs from training labellings (the dictionary of
 """
 
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -54,6 +55,74 @@ def _real_array(value, name):
         return a.astype(np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}") from exc
+
+
+def _class_index(classes, n_classes):
+    """``{label: column}`` for the columns of the marginals (``classes`` in their order)."""
+    classes = np.asarray(classes)
+    if classes.ndim != 1 or classes.shape[0] != n_classes:
+        raise ValueError(f"classes must hold one label per state ({n_classes}), got shape "
+                         f"{classes.shape}")
+    return {c: k for k, c in enumerate(classes.tolist())}
+
+
+def _label_column(label, index, where):
+    try:
+        return index[label]
+    except (KeyError, TypeError):
+        pass
+    names = list(index)
+    shown = ", ".join(map(repr, names[:30])) + (", ..." if len(names) > 30 else "")
+    raise ValueError(f"{where} names the label {label!r}, which is not one of the "
+                     f"{len(names)} classes of the training labels ({shown})")
+
+
+def _named_row(row, where, n_classes, index, pairs):
+    """One row of weights given as ``{label: weight}`` (``{(label, next label): weight}``
+    with ``pairs``), as an array over the columns of ``classes``."""
+    K = n_classes
+    out = np.zeros((K, K) if pairs else K)
+    if index is None:
+        raise ValueError(f"{where} names labels, which needs the classes: fit(y, batch, "
+                         "n_classes, classes=...) (NonLocalCRF passes its classes_); or give "
+                         "the weights by column position, an array")
+    for key, weight in row.items():
+        w = _real_array(weight, f"{where}[{key!r}]")
+        if w.ndim != 0 or not np.isfinite(w):
+            raise ValueError(f"{where}[{key!r}] must be one finite number, got {weight!r}")
+        if pairs:
+            if not isinstance(key, tuple) or len(key) != 2:
+                raise ValueError(f"{where} must be keyed by (label, next label) pairs, got the "
+                                 f"key {key!r}")
+            out[_label_column(key[0], index, where), _label_column(key[1], index, where)] += w
+        else:
+            out[_label_column(key, index, where)] += w
+    return out
+
+
+def _weight_rows(value, name, n_classes, classes, pairs=False):
+    """``A`` (``A_edge`` with ``pairs``) as a float array, its rows given by column position
+    (arrays) or by label name (mappings, resolved against ``classes``)."""
+    if isinstance(value, Mapping):
+        raise ValueError(f"{name} must be a list of rows, one per term; got a single mapping "
+                         f"(write [{{...}}] for one term)")
+    if not (isinstance(value, (list, tuple)) and any(isinstance(r, Mapping) for r in value)):
+        return _real_array(value, name)
+    K = int(n_classes)
+    index = None if classes is None else _class_index(classes, K)
+    shape = (K, K) if pairs else (K,)
+    rows = []
+    for j, row in enumerate(value):
+        if isinstance(row, Mapping):
+            rows.append(_named_row(row, f"{name}[{j}]", K, index, pairs))
+            continue
+        r = _real_array(row, f"{name}[{j}]")
+        if r.shape != shape:
+            raise ValueError(f"{name}[{j}] must be a mapping from labels to weights or an "
+                             f"array of shape {shape} (columns in the order of the classes), "
+                             f"got shape {r.shape}")
+        rows.append(r)
+    return np.stack(rows) if rows else np.zeros((0,) + shape)
 
 
 def _check_codes(y, batch, n_classes):
@@ -137,9 +206,11 @@ class Energy(BaseEstimator):
     convex = True
     uses_edges = False
 
-    def fit(self, y, batch, n_classes):
+    def fit(self, y, batch, n_classes, classes=None):
         """Learn from training labellings (codes ``y`` (N,) in ``0..n_classes-1``).
 
+        ``classes`` (optional) holds the label of every code, in code order (the
+        estimator's ``classes_``), for energies whose parameters name labels.
         Returns self.  The base implementation only records ``n_classes_``.
         """
         self.n_classes_ = int(n_classes)
@@ -250,16 +321,47 @@ class LinearMeasurements(Energy):
     ``psi`` to 0, as the paper ignores terms with ``c_j < 0``) the energy is
     convex with a ``(1 / gamma) ||a_j||^2``-Lipschitz gradient.
 
+    Labels can be named.  Every row of ``A`` (one per term) is either an
+    array of ``n_classes`` weights by column position (classes in the order of
+    the estimator's ``classes_``, which exists only after fitting), or a
+    mapping ``{label: weight}`` with the labels as they appear in ``y``
+    (unnamed labels weigh 0), resolved against the classes when the energy is
+    fitted: an unknown label raises a ``ValueError`` naming it.  Rows of
+    ``A_edge`` are ``(n_classes, n_classes)`` arrays or mappings ``{(label,
+    next label): weight}``.  Two common soft constraints on counts:
+
+    * label ``"B-NP"`` at most once: ``2 - count >= 1``, the row ``{"B-NP":
+      -1}`` with ``b = 2``;
+    * ``"B-PP"`` present implies ``"B-NP"`` present, as "at least as many
+      ``B-NP`` as ``B-PP``": ``count_NP - count_PP + 1 >= 1``, the row
+      ``{"B-NP": 1, "B-PP": -1}`` with ``b = 1``.
+
     Parameters
     ----------
-    A : array of shape (n_terms, n_classes)
-        Weight of each class's expected count in each measurement (classes in
-        the order of the estimator's ``classes_``).
+    A : array of shape (n_terms, n_classes), or list of n_terms rows
+        Weight of each class's expected count in each measurement: an array
+        (columns in the order of the estimator's ``classes_``), or a list whose
+        rows are such arrays or mappings ``{label: weight}``.
     b : array of shape (n_terms,), default=None (zeros)
-    A_edge : array of shape (n_terms, n_classes, n_classes), default=None
-        Weight of each transition's expected count (edge marginals).
+    A_edge : array of shape (n_terms, n_classes, n_classes), list of n_terms rows, \
+default=None
+        Weight of each transition's expected count (edge marginals), by
+        position or as mappings ``{(label, next label): weight}``.
     smoothing : float, default=1.0
         ``gamma`` > 0; smaller is closer to the hinge, less smooth.
+
+    Attributes
+    ----------
+    A_ : ndarray of shape (n_terms, n_classes)
+        ``A`` with named rows resolved to columns.
+    b_ : ndarray of shape (n_terms,)
+    A_edge_ : ndarray of shape (n_terms, n_classes, n_classes) or None
+
+    Examples
+    --------
+    >>> from skstruct.energies import LinearMeasurements
+    >>> at_most_one_np = LinearMeasurements([{"B-NP": -1.0}], b=[2.0])
+    >>> pp_needs_np = LinearMeasurements([{"B-NP": 1.0, "B-PP": -1.0}], b=[1.0])
     """
 
     def __init__(self, A, b=None, A_edge=None, smoothing=1.0):
@@ -272,8 +374,10 @@ class LinearMeasurements(Energy):
     def uses_edges(self):
         return self.A_edge is not None
 
-    def fit(self, y, batch, n_classes):
-        A = _real_array(self.A, "A")
+    def fit(self, y, batch, n_classes, classes=None):
+        """Check and resolve the weights (``classes``: the label of every column,
+        needed for rows that name labels)."""
+        A = _weight_rows(self.A, "A", n_classes, classes)
         if A.ndim != 2 or A.shape[1] != n_classes:
             raise ValueError(f"A must have shape (n_terms, {n_classes}), got {A.shape}")
         J = A.shape[0]
@@ -282,7 +386,7 @@ class LinearMeasurements(Energy):
             raise ValueError(f"b must have shape ({J},), got {b.shape}")
         Ae = None
         if self.A_edge is not None:
-            Ae = _real_array(self.A_edge, "A_edge")
+            Ae = _weight_rows(self.A_edge, "A_edge", n_classes, classes, pairs=True)
             if Ae.shape != (J, n_classes, n_classes):
                 raise ValueError(f"A_edge must have shape ({J}, {n_classes}, {n_classes}), "
                                  f"got {Ae.shape}")
@@ -298,6 +402,8 @@ class LinearMeasurements(Energy):
 
     @property
     def n_terms(self):
+        if isinstance(self.A, (list, tuple)):
+            return len(self.A)
         return np.asarray(self.A).shape[0]
 
     def measurements(self, node, edge, batch):
@@ -421,7 +527,7 @@ class NearestStatistic(Energy):
         self.statistic = statistic
         self.same_length = same_length
 
-    def fit(self, y, batch, n_classes):
+    def fit(self, y, batch, n_classes, classes=None):
         if self.statistic not in ("unigram", "marginals"):
             raise ValueError(f"statistic must be 'unigram' or 'marginals', got "
                              f"{self.statistic!r}")
@@ -658,7 +764,7 @@ class PoissonCounts(Energy):
         self.population = population
         self.rate = rate
 
-    def fit(self, y=None, batch=None, n_classes=None):
+    def fit(self, y=None, batch=None, n_classes=None, classes=None):
         c = self.counts
         if isinstance(c, (list, tuple)):
             c = np.concatenate([_real_array(a, "counts").reshape(len(a), -1) for a in c])

@@ -222,3 +222,21 @@ def test_predict_kbest_matches_enumeration(kind):
     g = StructuredSVM(C=1.0, model=GraphModel(), max_iter=5).fit(loopy, yl)
     with pytest.raises(ValueError, match=r"sample 0"):
         g.predict_kbest(loopy, 3)
+
+
+def test_nonlocal_crf_decodes_its_projected_model_under_constraints():
+    """With an energy, constrained decoding reads the potentials of the projected model:
+    an empty constraint set gives predict's answer, which the base CRF's differs from."""
+    from skstruct import NonLocalCRF
+    from skstruct.energies import NearestStatistic
+    from skstruct.models._predict import design_potentials
+
+    X, y, _ = _data("chain", seed=2, n=40)
+    crf = NonLocalCRF(energy=NearestStatistic(), C=1.0, random_state=0).fit(X, y)
+    free = crf.predict(X)
+    none = crf.predict(X, forbidden=[])
+    for p, q in zip(free, none):
+        np.testing.assert_array_equal(p, q)
+    design, _, (u, _, _) = crf._potentials(X)
+    base = design_potentials(design, crf._W, crf._P)[0]
+    assert not np.allclose(u, base)

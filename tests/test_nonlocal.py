@@ -486,3 +486,88 @@ def test_dict_features_are_vectorised_as_sklearn_does_and_packed_without_copies(
                ).max() == 0
     odd = [[{"w": ["a", "b"]}], [{"w": ["c"]}]]          # iterables: sklearn's own path
     assert sp.vstack(NodeTransformer(DictVectorizer()).fit_transform(odd)).shape == (2, 3)
+
+
+# ------------------------------------------------ constraints written by label name
+
+def labelled_chains(seed=0, n=30, names=("B-NP", "I-NP", "O")):
+    X, y = chains(seed, n=n, K=len(names))
+    return X, [np.asarray(names, dtype=object)[yy].astype(str) for yy in y]
+
+
+def test_named_rows_equal_the_positional_ones():
+    X, y = labelled_chains(20)
+    # classes_ sort the labels: B-NP, I-NP, O
+    named = LinearMeasurements([{"B-NP": -1.0}, {"O": 1.0, "B-NP": -0.5}], b=[2.0, 1.0],
+                               A_edge=[{("B-NP", "I-NP"): 1.0}, np.zeros((3, 3))])
+    A = np.array([[-1.0, 0.0, 0.0], [-0.5, 0.0, 1.0]])
+    Ae = np.zeros((2, 3, 3))
+    Ae[0, 0, 1] = 1.0
+    positional = LinearMeasurements(A, b=[2.0, 1.0], A_edge=Ae)
+    kw = dict(energy_max_iter=2, batch_size=10, random_state=0, max_iter=30)
+    a = NonLocalCRF(energy=named, **kw).fit(X, y)
+    b = NonLocalCRF(energy=positional, **kw).fit(X, y)
+    assert list(a.classes_) == ["B-NP", "I-NP", "O"]
+    assert np.array_equal(a.energy_.A_, A) and np.array_equal(a.energy_.A_edge_, Ae)
+    assert np.array_equal(a.psi_coef_, b.psi_coef_)
+    assert all(np.array_equal(p, q) for p, q in zip(a.predict(X), b.predict(X)))
+    # the parameter is left as written
+    assert named.A == [{"B-NP": -1.0}, {"O": 1.0, "B-NP": -0.5}]
+
+
+def test_integer_labels_are_names_not_positions():
+    X, y = chains(21, n=20)
+    y = [np.array([3, 7, 9])[yy] for yy in y]
+    est = NonLocalCRF(energy=LinearMeasurements([{7: 1.0}, [0.0, 0.0, 2.0]]), energy_max_iter=1,
+                      max_iter=10, random_state=0).fit(X, y)
+    assert np.array_equal(est.energy_.A_, [[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]])
+    with pytest.raises(ValueError, match=r"A\[0\] names the label 1, which is not one of the 3 "
+                                         r"classes of the training labels \(3, 7, 9\)"):
+        NonLocalCRF(energy=LinearMeasurements([{1: 1.0}])).fit(X, y)
+
+
+@pytest.mark.parametrize("energy, match", [
+    (LinearMeasurements([{"B-VP": 1.0}]), r"A\[0\] names the label 'B-VP', which is not one"),
+    (LinearMeasurements([[1.0, 0.0, 0.0], {"I-NP": 1.0, "X": 2.0}]), r"A\[1\] names .*'X'"),
+    (LinearMeasurements([{"O": 1.0}], A_edge=[{("O", "B-PP"): 1.0}]),
+     r"A_edge\[0\] names the label 'B-PP'"),
+    (LinearMeasurements([{"O": 1.0}], A_edge=[{"O": 1.0}]), r"\(label, next label\) pairs"),
+    (LinearMeasurements({"O": 1.0}), "list of rows, one per term"),
+    (LinearMeasurements([{"O": 1.0}, [1.0, 2.0]]), r"A\[1\] must be a mapping .* shape \(3,\)"),
+    (LinearMeasurements([{"O": np.nan}]), r"A\[0\]\['O'\] must be one finite number"),
+    (LinearMeasurements([{"O": "1"}]), r"A\[0\]\['O'\] must hold real numbers"),
+])
+def test_bad_named_constraints_are_refused_naming_them(energy, match):
+    X, y = labelled_chains(22, n=8)
+    with pytest.raises((ValueError, TypeError), match=match):
+        NonLocalCRF(energy=energy, max_iter=3).fit(X, y)
+
+
+def test_named_rows_need_the_classes_outside_the_estimator():
+    from skstruct.inference import GraphBatch
+
+    batch = GraphBatch.from_chains([2])
+    en = LinearMeasurements([{"O": 1.0}])
+    with pytest.raises(ValueError, match="needs the classes"):
+        en.fit(None, batch, 3)
+    en.fit(None, batch, 3, classes=np.array(["B-NP", "I-NP", "O"]))
+    assert np.array_equal(en.A_, [[0.0, 0.0, 1.0]]) and en.n_terms == 1
+
+
+def test_a_user_energy_without_a_classes_argument_still_fits():
+    from skstruct.energies import Energy
+
+    class Plain(Energy):
+        def fit(self, y, batch, n_classes):
+            self.n_classes_ = int(n_classes)
+            return self
+
+        def _terms(self, node, edge, batch):
+            return np.zeros((batch.n_samples, 1))
+
+        def _grad(self, node, edge, batch, psi):
+            return np.zeros_like(node), None
+
+    X, y = labelled_chains(23, n=8)
+    est = NonLocalCRF(energy=Plain(), energy_max_iter=1, max_iter=3, random_state=0).fit(X, y)
+    assert est.energy_.n_classes_ == 3
