@@ -14,8 +14,9 @@ Following their citation-extraction protocol, the base CRF is trained on a
 training part and frozen, and the constraint weights are learned on held-out
 words (``energy_fit="held_out"``).  The constraints name their labels
 (``{"u": 1.0, "q": -1.0}``), resolved against the classes at fit time.  The
-data are the OCR letters of Taskar, Guestrin & Koller (2003) (one fold of
-704 words to train, 2000 words of the other folds to test).
+data are the OCR letters of B. Taskar, C. Guestrin and D. Koller, "Max-Margin
+Markov Networks", NIPS 2003 (one fold of 704 words to train, 2000 words of the
+other folds to test).
 
 The figure shows, for each constraint, how many test words break it: in the
 true letters, in the plain CRF's predictions and in the predictions with the
