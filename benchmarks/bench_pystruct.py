@@ -61,13 +61,17 @@ ROWS = {
         data="scene", C=0.1,
         pystruct=dict(model="multilabel", learner="oneslack", max_iter=1000, tol=0.01,
                       inference_cache=50, inference="ad3"),
-        skstruct=dict(solver="bcfw", max_iter=50, check_every=10, tol=1e-3)),
+        skstruct=dict(solver="bcfw", max_iter=50, check_every=10, tol=1e-3),
+        # the same method as pystruct's row: its stopping rule (the new plane's violation
+        # beyond the working set's slack, in the mean-hinge scale) is the lambda-form gap
+        one_slack=dict(solver="one_slack", max_iter=1000, check_every=10, tol=0.01)),
     "snakes": dict(
         title="Snakes with edge features, C = 0.1",
         data="snakes", C=0.1,
         pystruct=dict(model="edge_feature_graph", learner="oneslack", max_iter=1000, tol=0.1,
                       inference_cache=50, inference="ad3", switch_to="ad3-bb", n_jobs=-1),
-        skstruct=dict(solver="bcfw", max_iter=50, check_every=10, tol=1e-3)),
+        skstruct=dict(solver="bcfw", max_iter=50, check_every=10, tol=1e-3),
+        one_slack=dict(solver="one_slack", max_iter=1000, check_every=10, tol=0.1)),
 }
 
 
@@ -127,8 +131,9 @@ def skstruct_model(kind, row=None):
             "edge_feature_graph": GraphModel()}[kind]
 
 
-def run_skstruct(row_name, out):
-    """Child process: warm up, fit, report JSON (fit time, accuracy, memory, curve)."""
+def run_skstruct(row_name, out, variant="skstruct"):
+    """Child process: warm up, fit, report JSON (fit time, accuracy, memory, curve);
+    ``variant`` names the row's settings (``"skstruct"``, or ``"one_slack"``)."""
     import resource
     import time
 
@@ -139,7 +144,7 @@ def run_skstruct(row_name, out):
     data = load(row["data"])
     X_train, y_train, X_test, y_test, kind = data
     C = c_of(row, len(y_train))
-    params = dict(row["skstruct"], C=C, model=skstruct_model(kind, row), random_state=0)
+    params = dict(row[variant], C=C, model=skstruct_model(kind, row), random_state=0)
     warm = dict(params, max_iter=2)
     n_warm = 20 if kind != "multilabel" else 50
     StructuredSVM(**warm).fit(X_train[:n_warm], y_train[:n_warm]).predict(X_test[:5])
@@ -272,6 +277,30 @@ def fmt_row(name, ps, sk):
     return "\n".join(lines) + "\n"
 
 
+def fmt_one_slack(ps, sk):
+    """pystruct's OneSlackSSVM against ``solver="one_slack"``: the same method."""
+    lines = ["", "The same method on both sides: pystruct's `OneSlackSSVM` (above) against "
+             "`StructuredSVM(solver=\"one_slack\")` (1-slack cutting planes, inference cache "
+             "of 50 labellings per sample, the same `C` and the same stopping tolerance).", "",
+             "| | pystruct OneSlackSSVM | skstruct one_slack | ratio |", "|---|---|---|---|"]
+    psf = ps.get("fit_seconds") if ps else None
+
+    def add(label, a, b, fmt, ratio=""):
+        sa = "n/a" if a is None else fmt.format(a)
+        lines.append(f"| {label} | {sa} | {fmt.format(b)} | {ratio} |")
+
+    add("fit time (s)", psf, sk["fit_seconds"], "{:.3f}",
+        f"**{psf / sk['fit_seconds']:.1f}x faster**" if psf else "")
+    add("cutting-plane iterations", ps.get("n_iter") if ps else None, sk["n_iter"], "{}")
+    add("primal objective, C form (same evaluator)",
+        ps.get("primal_C_skstruct_eval") if ps else None, sk["primal_C"], "{:.4f}")
+    add("duality gap, C form (solver's own)", None, sk["gap_C"], "{:.4g}")
+    add("test accuracy (Hamming)", ps.get("test_accuracy") if ps else None,
+        sk["test_accuracy"], "{:.4f}")
+    add("peak RSS (MB)", ps.get("peak_rss_mb") if ps else None, sk["peak_rss_mb"], "{:.0f}")
+    return "\n".join(lines) + "\n"
+
+
 def plot(name, ps, sk, path):
     import matplotlib
 
@@ -331,7 +360,7 @@ def main():
     ap.add_argument("--rows", default=",".join(r for r in ROWS if r != "ocr_default"))
     ap.add_argument("--no-pystruct", action="store_true")
     ap.add_argument("--write-doc", action="store_true")
-    ap.add_argument("--skstruct-child", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--skstruct-child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.skstruct_child:
         run_skstruct(*args.skstruct_child)
@@ -347,6 +376,12 @@ def main():
             skip = args.no_pystruct or ROWS[name]["pystruct"] is None
             ps = None if skip else run_pystruct(name, tmp)
             text = fmt_row(name, ps, sk)
+            if "one_slack" in ROWS[name]:
+                out = os.path.join(tmp, f"{name}_one_slack.json")
+                subprocess.run([sys.executable, __file__, "--skstruct-child", name, out,
+                                "one_slack"], check=True)
+                with open(out) as f:
+                    text += fmt_one_slack(ps, json.load(f))
             print(text, flush=True)
             img = f"img/bench_{name}.png"
             os.makedirs(os.path.join(ROOT, "doc", "img"), exist_ok=True)

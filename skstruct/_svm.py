@@ -18,7 +18,7 @@ from ._core._decoders import TRWS, VITERBI
 from ._core._params import Interval, Options, validate_params
 from .models import StructuredModel
 
-_SOLVERS = ("bcfw", "subgradient", "extragradient")
+_SOLVERS = ("bcfw", "subgradient", "extragradient", "one_slack")
 _SURROGATES = ("margin", "slack", "poslearn", "lp")
 _ORDERS = ("perm", "uniform")
 _LOSSES = ("hamming", "normalized_hamming")
@@ -51,7 +51,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         2-D ``y`` and ``MulticlassModel``
         for a 2-D ``X`` with a 1-D ``y``.  The object passed is never
         modified; the fitted copy is ``model_``.
-    solver : {"bcfw", "subgradient", "extragradient"}, default="bcfw"
+    solver : {"bcfw", "subgradient", "extragradient", "one_slack"}, default="bcfw"
         Block-coordinate Frank-Wolfe on the dual (closed-form line search,
         duality gap as stopping criterion), stochastic subgradient descent
         with the Pegasos step ``1 / (lambda (t + 1))``, or Taskar et al.'s dual
@@ -71,7 +71,18 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         returns (the primal at the average, the best dual value among the
         averaged, last and look-ahead labellings): ``gap_estimates_`` holds
         these exact gaps, ``tol`` and ``check_every`` work as for BCFW, and
-        checks cost nothing extra.
+        checks cost nothing extra.  ``"one_slack"`` is the 1-slack cutting-plane
+        method of Joachims, Finley & Yu (Machine Learning 2009), with margin
+        rescaling only (other surrogates and ``GraphModel(submodular=True)`` raise a
+        ``ValueError``): a pass is one iteration, one loss-augmented oracle call over
+        all the samples (``sample_order`` and ``averaging`` do not apply) and a small
+        QP over the working set of planes, whose value is the ``dual`` reported; an
+        inference cache of each sample's last 50 loss-augmented labellings supplies
+        the plane instead of the oracle while that plane still closes a quarter of the
+        last certified gap.  A check calls the oracle (its result is the next pass's
+        plane, so it is not wasted, but it bypasses the cache).  Warm starts continue
+        only on the same training data (the planes belong to it); other data start
+        afresh.
     surrogate : {"margin", "slack", "poslearn", "lp"}, default="margin"
         Margin rescaling; slack rescaling (exact on chains by a dynamic
         program over the number of errors, and only there; unit Hamming

@@ -5,8 +5,11 @@
   descent on it (both over :class:`._design_solver.DesignSolver`);
 * :mod:`._protocol`: the same two algorithms for any model of the protocol,
   one sample at a time;
+* :mod:`._one_slack`: Joachims, Finley & Yu's 1-slack cutting-plane method
+  (one oracle pass over all samples per iteration, a small QP over the working set of
+  planes, an inference cache), batched and through the protocol;
 * :mod:`._extragradient`: Taskar et al.'s dual extragradient on the saddle
-  point, on chains (KL projections) and on protocol models with a relaxed
+  point, on chains and trees (KL projections) and on protocol models with a relaxed
   interface (Euclidean projections);
 * :mod:`._primal_dual`: Hazan & Urtasun's primal-dual message passing with
   the parameter step (gradient or L-BFGS direction, Armijo line search);
@@ -21,6 +24,7 @@ protocol class, and one line in :data:`SSVM_SOLVERS`.
 
 from ._bcfw import BCFW
 from ._extragradient import Extragradient, ProtocolExtragradient
+from ._one_slack import OneSlack, ProtocolOneSlack
 from ._protocol import ProtocolBCFW, ProtocolSubgradient
 from ._subgradient import Subgradient
 
@@ -29,7 +33,8 @@ SSVM_SOLVERS = {
     "bcfw": (BCFW, ProtocolBCFW),
     "subgradient": (Subgradient, ProtocolSubgradient),
     "extragradient": (Extragradient, ProtocolExtragradient),
+    "one_slack": (OneSlack, ProtocolOneSlack),
 }
 
-__all__ = ["BCFW", "SSVM_SOLVERS", "Extragradient", "ProtocolBCFW", "ProtocolExtragradient",
-           "ProtocolSubgradient", "Subgradient"]
+__all__ = ["BCFW", "SSVM_SOLVERS", "Extragradient", "OneSlack", "ProtocolBCFW",
+           "ProtocolExtragradient", "ProtocolOneSlack", "ProtocolSubgradient", "Subgradient"]
