@@ -388,7 +388,7 @@ def test_protocol_path_follows_the_reference(adaptive):
     assert slow.n_trials == ref.n_trials
 
 
-def _bcfw(X, y, C, tol, **kw):
+def bcfw_reference(X, y, C, tol, **kw):
     """BCFW's ``(primal, dual)`` at a gap of at most ``tol``."""
     svm = StructuredSVM(C=C, max_iter=5000, tol=tol, check_every=5, random_state=0,
                         **kw).fit(X, y)
@@ -397,22 +397,27 @@ def _bcfw(X, y, C, tol, **kw):
     return h["primal"][-1], h["dual"][-1]
 
 
-def _check_optimum(svm, tol, reference):
-    """``svm`` (extragradient) stopped at a gap of at most ``tol``; its certificate and
-    BCFW's bound the same optimum: the primal objectives agree within the gaps."""
+def check_bracket(svm, tol, reference):
+    """``svm`` stopped at a gap of at most ``tol``; its certificate and BCFW's
+    ``reference`` bound the same optimum: the primal objectives agree within the gaps."""
     h = svm.history_
     assert svm.n_iter_ < svm.max_iter and h["gap"][-1] <= tol
     assert np.all(h["gap"] >= -1e-12)
-    np.testing.assert_array_equal(svm.gap_estimates_, h["gap"])
     primal, dual = reference
     assert h["dual"].max() <= primal + 1e-12 and dual <= h["primal"].min() + 1e-12
     assert abs(h["primal"][-1] - primal) <= max(tol, primal - dual) + 1e-12
 
 
+def _check_optimum(svm, tol, reference):
+    """:func:`check_bracket`, and extragradient's gap estimates are its exact gaps."""
+    check_bracket(svm, tol, reference)
+    np.testing.assert_array_equal(svm.gap_estimates_, svm.history_["gap"])
+
+
 def test_chains_reach_the_bcfw_optimum():
     X, y = small_data()
     tol = 1e-3
-    ref = _bcfw(X, y, 1.0, tol)
+    ref = bcfw_reference(X, y, 1.0, tol)
     svm = StructuredSVM(C=1.0, solver="extragradient", max_iter=2000, tol=tol, check_every=1,
                         random_state=0).fit(X, y)
     _check_optimum(svm, tol, ref)
@@ -424,7 +429,7 @@ def test_trees_reach_the_bcfw_optimum():
     X, y = small_data(max_len=7, trees=True)
     tol = 1e-3
     model = GraphModel()
-    ref = _bcfw(X, y, 1.0, tol, model=model)
+    ref = bcfw_reference(X, y, 1.0, tol, model=model)
     svm = StructuredSVM(C=1.0, solver="extragradient", model=model, max_iter=2000, tol=tol,
                         check_every=1, random_state=0).fit(X, y)
     _check_optimum(svm, tol, ref)
@@ -436,7 +441,7 @@ def test_multilabel_tree_reaches_the_bcfw_optimum():
     X, Y = multilabel(n=60, L=5)
     tol = 1e-3
     model = MultiLabelModel(edges="tree")
-    ref = _bcfw(X, Y, 1.0, tol, model=model)
+    ref = bcfw_reference(X, Y, 1.0, tol, model=model)
     svm = StructuredSVM(C=1.0, solver="extragradient", model=model, max_iter=2000, tol=tol,
                         check_every=1).fit(X, Y)
     _check_optimum(svm, tol, ref)
@@ -445,7 +450,7 @@ def test_multilabel_tree_reaches_the_bcfw_optimum():
 def test_protocol_toy_reaches_the_bcfw_optimum():
     X, y = multiclass()
     tol = 1e-4
-    ref = _bcfw(list(X), list(y), 1.0, tol, model=RelaxedMulticlass())
+    ref = bcfw_reference(list(X), list(y), 1.0, tol, model=RelaxedMulticlass())
     common = dict(C=1.0, solver="extragradient", max_iter=2000, tol=tol, check_every=1)
     svm = StructuredSVM(model=RelaxedMulticlass(), **common).fit(list(X), list(y))
     _check_optimum(svm, tol, ref)
@@ -469,7 +474,7 @@ def test_matching_model():
             x + 0.3 * rng.normal(size=x.shape), w_true))
         X.append(x)
     tol = 1e-3
-    ref = _bcfw(X, y, 1.0, tol, model=MatchingModel())
+    ref = bcfw_reference(X, y, 1.0, tol, model=MatchingModel())
     svm = StructuredSVM(C=1.0, solver="extragradient", model=MatchingModel(), max_iter=1000,
                         tol=tol, check_every=1).fit(X, y)
     _check_optimum(svm, tol, ref)
