@@ -185,8 +185,7 @@ class StructuredEstimatorMixin:
             raise ValueError(f"clamp and forbidden need a built-in model (skstruct.models); "
                              f"{type(self.model_).__name__} decodes through its own inference")
         design, packed, (u, t, i) = self._potentials(X)
-        u, t = constrained_potentials(design, u, t, i, np.asarray(self.classes_), clamp,
-                                      forbidden)
+        u, t = constrained_potentials(design, u, t, np.asarray(self.classes_), clamp, forbidden)
         return design, packed, (u, t, i)
 
     def predict_kbest(self, X, k, *, clamp=None, forbidden=None):

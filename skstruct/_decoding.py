@@ -76,18 +76,19 @@ def _check_clamp(clamp, classes, lengths):
     return np.asarray(nodes, np.int64), codes
 
 
-def constrained_potentials(design, unary, tables, pw_index, classes, clamp, forbidden):
-    """Copies of ``unary`` and ``tables`` with the constraints as ``-inf`` entries."""
-    unary = unary.copy()
-    tables = np.array(tables, dtype=np.float64, copy=True)
+def constrained_potentials(design, unary, tables, classes, clamp, forbidden):
+    """``unary`` and ``tables`` with the constraints as ``-inf`` entries (copies of the
+    arrays a constraint changes)."""
     if forbidden is not None:
         pairs = _check_forbidden(forbidden, classes)
         if len(pairs) and design.batch.n_edges == 0:
             raise ValueError("forbidden label pairs need a model whose samples have edges; "
                              "these samples have none")
+        tables = np.array(tables, dtype=np.float64, copy=True)
         tables[:, pairs[:, 0], pairs[:, 1]] = -np.inf
     if clamp is not None:
         nodes, codes = _check_clamp(clamp, classes, design.batch.lengths)
+        unary = unary.copy()
         keep = unary[nodes, codes]
         unary[nodes] = -np.inf
         unary[nodes, codes] = keep
