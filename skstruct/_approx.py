@@ -21,6 +21,42 @@ from .models import StructuredModel
 
 _COUNTING = ("bethe", "convex", "trw")
 
+# how far, in units of the message passing's largest temperature, a constraint's penalty
+# lies below every labelling's score: exp(-60) is below double precision's rounding
+_PENALTY_MARGIN = 60.0
+
+
+def _penalised(batch, unary, tables, pw_index, temperature):
+    """``unary`` and ``tables`` with their ``-inf`` entries (constraints) replaced by
+    ``-M``: the message updates normalise messages by their mean, which ``-inf`` turns
+    into NaN.  ``M = 2 S + temperature * (n log K + _PENALTY_MARGIN)``, with ``S`` the
+    largest ``sum_v max |unary_v| + sum_e max |table_e|`` of a sample (over finite
+    entries) and ``n`` its most nodes: every labelling that takes a penalised entry
+    scores at least ``M - 2 S`` below every one that takes none, so together they weigh
+    less than ``exp(-_PENALTY_MARGIN)`` of the others at that temperature.  Where the
+    beliefs are exact marginals (Bethe counting numbers at ``epsilon = 1`` on forests)
+    they are then those of the model restricted to the labellings that satisfy the
+    constraints, up to rounding; elsewhere they are the penalised model's, which no
+    longer move as the margin grows (the restricted model is their limit)."""
+    no, eo = batch.node_offsets, batch.edge_offsets
+    K = unary.shape[1]
+    node_max = np.max(np.where(np.isfinite(unary), np.abs(unary), 0.0), axis=1,
+                      initial=0.0)
+    per_sample = np.diff(np.concatenate([[0.0], np.cumsum(node_max)])[no])
+    if batch.n_edges:
+        table_max = np.max(np.where(np.isfinite(tables), np.abs(tables), 0.0), axis=(1, 2),
+                           initial=0.0)
+        edge_max = table_max[pw_index]
+        per_sample = per_sample + np.diff(np.concatenate([[0.0], np.cumsum(edge_max)])[eo])
+    S = float(np.max(per_sample, initial=0.0))
+    n = int(np.max(batch.lengths, initial=1))
+    M = 2.0 * S + temperature * (n * np.log(max(K, 2)) + _PENALTY_MARGIN)
+    if not np.isfinite(M) or M > 1e300:
+        raise ValueError("the potentials are too large to apply constraints to the beliefs "
+                         f"(a penalty of {M:.3g} would be needed)")
+    return (np.where(np.isneginf(unary), -M, unary),
+            np.where(np.isneginf(tables), -M, tables))
+
 
 class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
     """Structured prediction from CRF to structured SVM by primal-dual message passing.
@@ -206,6 +242,17 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
 
         self._check_params()
         model, (design, _) = resolve_model(self.model, X, y, batched_only=True, design=True)
+        if getattr(model, "latent", False):
+            raise ValueError("ApproxStructuredPredictor does not learn hidden states or hidden "
+                             "nodes: use LatentStructuredSVM, or NonLocalCRF on chains and "
+                             "trees")
+        if np.any(design.y < 0):
+            v = int(np.flatnonzero(design.y < 0)[0])
+            s = int(np.searchsorted(design.batch.node_offsets, v, side="right") - 1)
+            raise ValueError(f"sample {s}: node {v - design.batch.node_offsets[s]} has an "
+                             "unknown label (None); ApproxStructuredPredictor needs every "
+                             "label: use NonLocalCRF (marginalises unknown labels), "
+                             "StructuredSVM or LatentStructuredSVM")
         self.model_ = model
         self.classes_ = model.classes_
         c_node, c_edge = counting_numbers(design, self.counting_numbers)
@@ -249,7 +296,7 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
     def _weights(self):
         return self._W, self._P
 
-    def predict_marginals(self, X, n_sweeps=100):
+    def predict_marginals(self, X, n_sweeps=100, *, clamp=None, forbidden=None):
         """Node beliefs of the learned model (no loss) after ``n_sweeps`` sweeps.
 
         Parameters
@@ -258,6 +305,19 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         n_sweeps : int, default=100
             Message sweeps from zero messages (exact marginals on trees with
             Bethe counting numbers at ``epsilon = 1``).
+        clamp, forbidden : optional
+            Constraints, as for :meth:`predict`.  The beliefs are those of the
+            same message passing on the model restricted to the labellings
+            that satisfy them: every label a constraint excludes gets a
+            penalty larger than any score difference of the sample by a margin
+            that makes its weight vanish in double precision at every
+            temperature of the message passing (the message updates do not
+            take ``-inf``), and the labels excluded at a clamped node then
+            get belief exactly 0.  At ``epsilon = 1`` with Bethe counting
+            numbers on chains and trees these are the exact marginals of the
+            distribution restricted to the labellings that satisfy the
+            constraints.  A sample that no labelling satisfies raises a
+            ``ValueError`` naming it (decided as :meth:`predict` decides it).
 
         Returns
         -------
@@ -285,11 +345,43 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         design.y = np.full(N, -1, np.int64)
         c_node, c_edge = counting_numbers(design, self.counting_numbers)
         pd = PrimalDual(design, np.zeros(N), c_node, c_edge, epsilon=self.epsilon, loss=False)
+        excluded = None
         with n_threads(self.n_jobs):
+            if clamp is not None or forbidden is not None:
+                excluded = self._constrain(pd, clamp, forbidden)
             pd.sweep(self._W, self._P, pd.lam, n_sweeps)
             nb = pd.beliefs(self._W, self._P, pd.lam)
+        if excluded is not None and excluded.any():
+            # the penalised labels' beliefs are below rounding already; a clamped node's
+            # row is then exactly one-hot
+            rows = np.flatnonzero(excluded.any(axis=1))
+            nb[excluded] = 0.0
+            nb[rows] /= nb[rows].sum(axis=1, keepdims=True)
         off = design.batch.node_offsets
         return [nb[off[s]:off[s + 1]] for s in range(design.batch.n_samples)]
+
+    def _constrain(self, pd, clamp, forbidden):
+        """Put the constraints into the potentials ``pd`` sweeps with (finite penalties,
+        see :func:`_penalised`), after refusing a sample no labelling satisfies; returns
+        the (N, K) mask of the labels excluded at their node (the clamps)."""
+        from ._decoding import constrained_map, constrained_potentials
+
+        theta_v, tables, pwi, truth = pd._theta(self._W, self._P)
+        design = pd.design
+        u, t = constrained_potentials(design, theta_v, tables, np.asarray(self.classes_),
+                                      clamp, forbidden)
+        constrained_map(design, u, t, pwi)
+        temperature = pd.eps * max(1.0, np.max(np.abs(pd.c_node), initial=0.0),
+                                   np.max(np.abs(pd.c_edge), initial=0.0),
+                                   np.max(pd.c_node + np.bincount(
+                                       design.batch.edges.ravel(),
+                                       weights=np.repeat(pd.c_edge, 2),
+                                       minlength=design.batch.n_nodes), initial=0.0))
+        excluded = np.isneginf(u)
+        u, t = _penalised(design.batch, u, t, pwi, temperature)
+        # the sweeps and the beliefs read the potentials of these weights from this cache
+        pd._cache = (self._W, self._P, (u, t, pwi, truth))
+        return excluded
 
     def __getstate__(self):
         state = self.__dict__.copy()

@@ -93,6 +93,14 @@ def loss_weights(class_weight, classes, codes):
     return w
 
 
+def _refuse_latent_constraints(est):
+    """Constraints name labels; a hidden-variable model decodes states."""
+    if getattr(getattr(est, "model_", None), "latent", False):
+        raise ValueError(f"clamp, forbidden and predict_kbest are not available with "
+                         f"{type(est.model_).__name__}: its decoders work on hidden states, "
+                         "not labels")
+
+
 class StructuredEstimatorMixin:
     """``predict``/``score``/tags for estimators with a fitted ``model_`` and weights.
 
@@ -181,6 +189,7 @@ class StructuredEstimatorMixin:
     def _constrained_potentials(self, X, clamp, forbidden):
         from ._decoding import constrained_potentials
 
+        _refuse_latent_constraints(self)
         if not self._batched():
             raise ValueError(f"clamp and forbidden need a built-in model (skstruct.models); "
                              f"{type(self.model_).__name__} decodes through its own inference")
@@ -212,6 +221,7 @@ class StructuredEstimatorMixin:
         from .inference import kbest
 
         check_is_fitted(self, "coef_")
+        _refuse_latent_constraints(self)
         if not self._batched():
             raise ValueError(f"predict_kbest needs a built-in model (skstruct.models); "
                              f"{type(self.model_).__name__} decodes through its own inference")
@@ -259,6 +269,8 @@ class StructuredEstimatorMixin:
             design, _, pots = self._potentials(X)
         with n_threads(self.n_jobs):
             node = constrained_marginals(design, *pots)
+        if getattr(self.model_, "latent", False):
+            return self.model_.label_marginals(node, design)
         return np.split(node, design.batch.node_offsets[1:-1])
 
     @property

@@ -9,7 +9,13 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from ._base import C_RANGE, StructuredEstimatorMixin, _set_n_features_in, resolve_model
+from ._base import (
+    C_RANGE,
+    StructuredEstimatorMixin,
+    _refuse_latent_constraints,
+    _set_n_features_in,
+    resolve_model,
+)
 from ._core import n_threads
 from ._core._decoders import TREE, VITERBI
 from ._core._params import Interval, Options, validate_params
@@ -67,7 +73,14 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     model : "auto" or a model from :mod:`skstruct.models`, default="auto"
         The joint feature map; ``"auto"`` is :class:`~skstruct.models.ChainModel`
         for lists of arrays, :class:`~skstruct.models.GraphModel` for graph
-        tuples (every graph must be a tree or forest).
+        tuples (every graph must be a tree or forest).  With
+        :class:`~skstruct.models.HiddenStatesModel` or
+        :class:`~skstruct.models.HiddenNodesModel` (on trees), and for
+        unknown labels (``None`` in ``y``), the unobserved states are
+        marginalised: the likelihood is that of the labellings consistent
+        with the observed labels (``energy=None``, ``solver="lbfgs"`` and
+        ``feature_pairs="all"`` only; not convex).  Hidden-variable models
+        start from small random weights drawn with ``random_state``.
     C : float, default=1.0
         Inverse regularisation: the base CRF minimises ``C * sum_i -log
         p(y_i | x_i) + ||w||^2 / 2``.  crfsuite's L-BFGS minimises ``-loglik
@@ -391,9 +404,13 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
                 train, held = self._held_out_split(design.batch.n_samples, rng)
                 design, energy_design = design.take(train), design.take(held)
                 self.held_out_indices_ = held
+        allowed = self._allowed(model, design)
         pairs = seen_pairs(design) if self.feature_pairs == "seen" else None
-        obj = CRFObjective(design, self.C, pairs=pairs)
+        obj = CRFObjective(design, self.C, pairs=pairs, allowed=allowed)
         w0 = np.zeros(obj.n_weights)
+        if getattr(model, "latent", False):
+            # zero weights are a saddle point where the states of a label stay alike
+            w0 += 0.1 * rng.standard_normal(obj.n_weights)
         t0 = time.perf_counter()
         with n_threads(self.n_jobs):
             if self.solver == "lbfgs":
@@ -418,6 +435,23 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
                 self._fit_energy(energy_design, obj, rng, hist, train_design=design)
         self.history_ = {k: np.asarray(v, np.float64) for k, v in hist.items()}
         return self
+
+    def _allowed(self, model, design):
+        """The states each training node may take, when some are not observed (unknown
+        labels, hidden states or hidden nodes: marginalised), else None."""
+        from .models._latent import allowed_states
+
+        if not (getattr(model, "latent", False) or np.any(design.y < 0)):
+            return None
+        what = ("a model with hidden states or hidden nodes"
+                if getattr(model, "latent", False) else "unknown labels (None in y)")
+        for bad, why in ((self.energy is not None, "energy=None"),
+                         (self.feature_pairs != "all", "feature_pairs='all'"),
+                         (self.solver != "lbfgs", "solver='lbfgs'")):
+            if bad:
+                raise ValueError(f"{what}: NonLocalCRF marginalises the unobserved states "
+                                 f"with {why} only")
+        return allowed_states(model, design)[0]
 
     def _design_of_validation(self, X_val, y_val):
         """The design of the explicit held-out samples, labels checked against ``classes_``."""
@@ -604,9 +638,23 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
             labels = map_batch(design.batch, u, t, i)
         return labels, packed
 
-    def predict_marginals(self, X):
+    def predict_marginals(self, X, *, clamp=None, forbidden=None):
         """Node marginals of every sample: the Bethe projection ``mu*`` with an
         energy, the CRF's own marginals without.
+
+        Parameters
+        ----------
+        X : samples in the format of the fitted model
+        clamp, forbidden : optional
+            Constraints, as for :meth:`predict`.  Without an energy, the
+            marginals of the CRF restricted to the labellings that satisfy
+            them.  With an energy, the Bethe projection of the constrained
+            CRF: the constraints are ``-inf`` potentials of the base CRF, so
+            ``mu*`` minimises the projection's objective over the marginals of
+            distributions on those labellings only.  (:meth:`predict` with
+            constraints decodes the model projected without them, restricted
+            to the labellings that satisfy them.)  A sample that no labelling
+            satisfies raises a ``ValueError`` naming it.
 
         Returns
         -------
@@ -617,13 +665,48 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         """
         from .inference import marginals_batch
 
+        if clamp is not None or forbidden is not None:
+            _refuse_latent_constraints(self)
+            return self._constrained_marginals(X, clamp, forbidden)
         with n_threads(self.n_jobs):
             design, packed, u, t, i, proj = self._theta_tilde(X)
             if proj is None:
                 node = marginals_batch(design.batch, u, t, i, edge_marginals=None)[0]
             else:
                 node = proj.node_marginals
+        if getattr(self.model_, "latent", False):
+            return self.model_.label_marginals(node, design)
         # by the design's offsets: tabular models' ``packed`` is the bare array X
+        return np.split(node, design.batch.node_offsets[1:-1])
+
+    def _constrained_marginals(self, X, clamp, forbidden):
+        """:meth:`predict_marginals` under constraints: those of the base CRF's
+        potentials (``-inf`` entries), then with an energy their Bethe projection."""
+        from ._decoding import constrained_marginals, constrained_potentials
+        from .inference import bethe_project
+        from .solvers._crf import CRFObjective
+
+        check_is_fitted(self, "coef_")
+        design, _ = self._design(X)
+        design.y = np.zeros(design.batch.n_nodes, np.int64)
+        with n_threads(self.n_jobs):
+            u, t, i = CRFObjective(design, self.C).potentials(self._W, self._P)
+            u, t = constrained_potentials(design, u, t, np.asarray(self.classes_), clamp,
+                                          forbidden)
+            # refuses a sample no labelling satisfies (exact: chains and trees)
+            node = constrained_marginals(design, u, t, i)
+            if self.energy_ is not None:
+                Phi = self._psi_features(X, design, fitting=False)
+                proj = self._projector()
+                node = bethe_project(u, t, proj.energy, batch=design.batch, pw_index=i,
+                                     psi=self._psi(self.psi_coef_, Phi),
+                                     **proj.options).node_marginals
+        # a clamped node's row exactly one-hot (normalising leaves it an ulp off 1)
+        excluded = np.isneginf(u)
+        rows = np.flatnonzero(excluded.any(axis=1))
+        if rows.size:
+            node[excluded] = 0.0
+            node[rows] /= node[rows].sum(axis=1, keepdims=True)
         return np.split(node, design.batch.node_offsets[1:-1])
 
     def __sklearn_tags__(self):

@@ -128,6 +128,11 @@ class StructuredPerceptron(StructuredEstimatorMixin, BaseEstimator):
         from .solvers._perceptron import Perceptron, ProtocolPerceptron
 
         if design is not None:
+            if not design.plain_loss:
+                raise ValueError("StructuredPerceptron does not learn hidden states or hidden "
+                                 "nodes: use LatentStructuredSVM")
+            # partly labelled samples: learn on their labelled parts
+            design = design.drop_unknown()
             N = design.batch.n_nodes
             lw = np.ones(N) if self.loss_augmented else np.zeros(N)
             return Perceptron(design, lw, averaging=self.average,

@@ -18,15 +18,25 @@ def _persisted_classes():
     that ``import skstruct`` stays cheap.
     """
     from ._approx import ApproxStructuredPredictor
+    from ._latent import LatentStructuredSVM
     from ._nonlocal import NonLocalCRF
     from ._perceptron import StructuredPerceptron
     from ._svm import StructuredSVM
     from .energies import LinearMeasurements, NearestStatistic, PoissonCounts
-    from .models import ChainModel, GraphModel, MatchingModel, MulticlassModel, MultiLabelModel
+    from .models import (
+        ChainModel,
+        GraphModel,
+        HiddenNodesModel,
+        HiddenStatesModel,
+        MatchingModel,
+        MulticlassModel,
+        MultiLabelModel,
+    )
     from .preprocessing import NodeTransformer
 
-    return (ApproxStructuredPredictor, NonLocalCRF, StructuredPerceptron, StructuredSVM,
-            ChainModel, GraphModel, MatchingModel, MulticlassModel, MultiLabelModel,
+    return (ApproxStructuredPredictor, LatentStructuredSVM, NonLocalCRF, StructuredPerceptron,
+            StructuredSVM, ChainModel, GraphModel, HiddenNodesModel, HiddenStatesModel,
+            MatchingModel, MulticlassModel, MultiLabelModel,
             LinearMeasurements, NearestStatistic, PoissonCounts, NodeTransformer)
 
 
@@ -44,7 +54,7 @@ def trusted_types():
     -------
     names : list of str
         Sorted ``"module.ClassName"`` names, as ``skops.io.get_untrusted_types``
-        reports them: the four estimators, the built-in models, the energies of
+        reports them: the five estimators, the built-in models, the energies of
         :class:`~skstruct.NonLocalCRF` and
         :class:`~skstruct.preprocessing.NodeTransformer`.
 

@@ -263,6 +263,14 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
 
     def _check_structure(self, design):
         kind = design.kind
+        if not design.plain_loss:
+            # hidden states: the loss compares labels, not states, which only the
+            # margin-rescaled oracles (and the LP relaxation) of these solvers read
+            if self.solver == "extragradient" or self.surrogate in ("slack", "poslearn"):
+                raise ValueError(f"a model with hidden states or hidden nodes needs "
+                                 f"solver='bcfw', 'subgradient' or 'one_slack' with "
+                                 f"surrogate='margin' or 'lp'; got solver={self.solver!r}, "
+                                 f"surrogate={self.surrogate!r}")
         if self.surrogate == "slack" and np.any(kind != VITERBI):
             s = int(np.flatnonzero(kind != VITERBI)[0])
             raise ValueError(f"surrogate='slack' is exact only on chains; sample {s} is not a "
@@ -281,19 +289,30 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
                                  f"protocol, with margin rescaling and its own loss")
 
     # --------------------------------------------------------------------- fit
-    def _make_solver(self, model, X, y, design):
+    def _make_solver(self, model, X, y, design, loss_free=None):
         """The solver of ``self.solver`` for this model and data; with
         ``warm_start``, it continues from the previous fit's state when the data
-        have the same shape."""
+        have the same shape.  ``loss_free`` (n_nodes,) marks nodes that weigh
+        nothing in the loss (labels imputed by a latent learner)."""
         from .solvers import SSVM_SOLVERS
 
         batched, protocol = SSVM_SOLVERS[self.solver]
         extra = {"batch_size": self.batch_size} if self.solver == "subgradient" else {}
         if design is not None:
+            # partly labelled samples: the SSVM learns on their labelled parts
+            design = design.drop_unknown()
             self._check_structure(design)
-            lw = loss_weights(self.class_weight, model.classes_, design.y)[design.y]
+            codes = design.y
+            if design.lgroup is not None:
+                # states: the loss weighs the label each stands for (hidden nodes: none)
+                K = model.classes_.shape[0]
+                codes = design.lgroup[codes]
+                codes = np.where(codes < K, codes, -1)
+            lw = np.append(loss_weights(self.class_weight, model.classes_, codes), 0.0)[codes]
             if self.loss == "normalized_hamming":
                 lw = lw / np.repeat(np.maximum(design.batch.lengths, 1), design.batch.lengths)
+            if loss_free is not None:
+                lw = np.where(loss_free, 0.0, lw)
             if self.surrogate == "lp":
                 design.kind = np.full_like(design.kind, TRWS)
             lam = 1.0 / (self.C * design.batch.n_samples)
@@ -325,6 +344,10 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         y : list of length n_samples of arrays (n_nodes_i,)
             Node labels (any sortable values); a binary array
             ``(n_samples, n_labels)`` for multi-label; 1-D for multiclass.
+            ``None`` marks an unknown label: the node and every edge touching
+            it are left out of the loss and the constraints (learning uses the
+            labelled part of each sample; see also
+            :class:`~skstruct.LatentStructuredSVM`, which imputes them).
 
         Returns
         -------
@@ -337,6 +360,11 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         model, made = resolve_model(self.model, X, y, design=True, submodular=True)
         solver = self._make_solver(model, X, y, None if made is None else made[0])
         del made
+        return self._learn(model, solver)
+
+    def _learn(self, model, solver):
+        """Run ``solver`` to convergence or ``max_iter`` passes and store the fitted
+        attributes (``model`` is the fitted model)."""
         S = solver.n_samples
         rng = check_random_state(self.random_state)
         check_every = self.check_every

@@ -88,6 +88,15 @@ def _check_pair(y_true, y_pred):
     return lt, ft, fp
 
 
+def _known(flat):
+    """Where a flat label array holds a label rather than ``None`` (an unknown label),
+    or None when every label is known."""
+    if flat.dtype != object:
+        return None
+    known = np.fromiter((v is not None for v in flat.tolist()), bool, count=flat.shape[0])
+    return None if known.all() else known
+
+
 def _equal(a, b):
     """Elementwise ``a == b`` that never raises on labels of different types."""
     try:
@@ -110,6 +119,8 @@ def hamming_accuracy(y_true, y_pred, average="nodes"):
             or array of shape (n_samples, n_labels), or array of shape (n_samples,)
         True and predicted labels (see the module doc for the formats).  The two
         need not share a format, only the node counts of every sample.
+        ``None`` in ``y_true`` marks an unknown label: that node is not
+        scored.
     average : {"nodes", "samples"}, default="nodes"
         ``"nodes"`` pools all nodes of all samples (every node counts the
         same).  ``"samples"`` averages each sample's own fraction (every sample
@@ -141,6 +152,12 @@ def hamming_accuracy(y_true, y_pred, average="nodes"):
     if average not in ("nodes", "samples"):
         raise ValueError(f'average must be "nodes" or "samples", got {average!r}')
     lengths, ft, fp = _check_pair(y_true, y_pred)
+    known = _known(ft)
+    if known is not None:
+        # unknown true labels (None) are not scored
+        owner = np.repeat(np.arange(lengths.shape[0]), lengths)
+        lengths = np.bincount(owner[known], minlength=lengths.shape[0])
+        ft, fp = ft[known], fp[known]
     if ft.shape[0] == 0:
         raise ValueError("no nodes to score: every sample is empty")
     right = _equal(ft, fp)

@@ -347,8 +347,9 @@ def test_model_of_your_own_is_refused_until_trusted(data, tmp_path):
 def _public_classes():
     from skstruct import energies, models, preprocessing
 
-    found = {getattr(skstruct, n) for n in ("ApproxStructuredPredictor", "NonLocalCRF",
-                                            "StructuredPerceptron", "StructuredSVM")}
+    found = {getattr(skstruct, n) for n in ("ApproxStructuredPredictor", "LatentStructuredSVM",
+                                            "NonLocalCRF", "StructuredPerceptron",
+                                            "StructuredSVM")}
     for module in (models, energies, preprocessing):
         names = getattr(module, "__all__", [n for n in dir(module) if not n.startswith("_")])
         for n in names:
@@ -377,3 +378,33 @@ def test_trusted_types_returns_a_new_list():
 def test_trusted_types_is_exported():
     assert "trusted_types" in skstruct.__all__
     assert skstruct.trusted_types is trusted_types
+
+
+@pytest.mark.parametrize("which", ["latent_ssvm", "latent_crf", "hidden_nodes"])
+def test_round_trip_hidden_variable_models(which, data, tmp_path):
+    from skstruct import LatentStructuredSVM
+    from skstruct.models import HiddenNodesModel, HiddenStatesModel
+
+    X, y, X_test = data["chain"]
+    if which == "hidden_nodes":
+        def with_hidden(Z):
+            out = []
+            for x in Z:
+                n = x.shape[0]
+                chain = np.c_[np.arange(n - 1), np.arange(1, n)].reshape(-1, 2)
+                out.append((x, np.vstack([chain, [[n, 0]]]), 1))
+            return out
+        X, X_test = with_hidden(X), with_hidden(X_test)
+        est = LatentStructuredSVM(StructuredSVM(model=HiddenNodesModel(), max_iter=5),
+                                  max_iter=2, random_state=0)
+    elif which == "latent_ssvm":
+        est = LatentStructuredSVM(StructuredSVM(model=HiddenStatesModel(ChainModel()),
+                                                max_iter=5), max_iter=2, random_state=0)
+    else:
+        est = NonLocalCRF(model=HiddenStatesModel(ChainModel()), max_iter=5, random_state=0)
+    est.fit(X, y)
+    loaded = _round_trip(est, tmp_path)
+    _assert_same(_state(est), _state(loaded))
+    for Z in (X, X_test):
+        _assert_same_predictions(est.predict(Z), loaded.predict(Z))
+    _assert_same(est.predict_marginals(X_test), loaded.predict_marginals(X_test))

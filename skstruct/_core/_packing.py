@@ -353,13 +353,41 @@ def _label_kind(a):
     return kinds.pop() if kinds else "number"
 
 
+def unknown_mask(a):
+    """Where an object label array holds ``None`` (an unknown label), or None when it
+    holds none."""
+    if a.dtype != object:
+        return None
+    mask = np.fromiter((v is None for v in a.ravel().tolist()), bool,
+                       count=a.size).reshape(a.shape)
+    return mask if mask.any() else None
+
+
+def with_unknown(values, mask):
+    """Labels ``values`` (one per ``False`` of ``mask``) spread over ``mask``'s shape as
+    a masked array whose masked entries are the unknown labels (a plain array when
+    none is unknown)."""
+    if mask is None or not mask.any():
+        return values
+    if values.shape[0] == 0:
+        raise ValueError("y holds no known label: every label is None")
+    full = np.empty(mask.shape, values.dtype)
+    full[~mask] = values
+    full[mask] = values[0]
+    return np.ma.MaskedArray(full, mask=mask)
+
+
 def check_y(y, packed):
     """Validate ``y`` against packed ``X`` and return all labels concatenated.
+
+    ``None`` marks a node whose label is unknown (partial annotation).
 
     Returns
     -------
     labels : ndarray of shape (N,)
         In their original values (any dtype); encode with :func:`encode_labels`.
+        A ``numpy.ma.MaskedArray`` when some label is unknown: masked entries
+        are the unknown ones (their stored value is a placeholder).
     """
     if isinstance(y, (str, bytes)) or not hasattr(y, "__len__"):
         raise ValueError("y must be a list of 1-D label arrays, one per sample")
@@ -367,9 +395,24 @@ def check_y(y, packed):
     if len(y) != lengths.shape[0]:
         raise ValueError(f"X has {lengths.shape[0]} samples but y has {len(y)}")
     parts = []
+    masks = []
     kind0 = None
     for i, yi in enumerate(y):
         a = np.asarray(yi) if isinstance(yi, np.ndarray) else np.asarray(yi, dtype=object)
+        unknown = unknown_mask(a) if a.ndim == 1 else None
+        if unknown is not None:
+            known = a[~unknown]
+            masks.append(unknown)
+            try:
+                _label_kind(known)
+            except ValueError as exc:
+                raise ValueError(f"sample {i}: {exc}") from None
+            a = np.asarray(known.tolist()) if known.shape[0] else np.zeros(0, np.int64)
+            if a.shape[0] + int(unknown.sum()) != lengths[i]:
+                raise ValueError(f"sample {i}: {unknown.shape[0]} labels for {lengths[i]} "
+                                 "nodes")
+        elif a.ndim == 1:
+            masks.append(np.zeros(a.shape[0], bool))
         if a.ndim == 0:
             # a scalar (or None) per sample: y given as one label per sample (e.g. a 3-D X
             # read as chains, or a multiclass y with a list of chains)
@@ -391,16 +434,23 @@ def check_y(y, packed):
                                  f"{kind0[0]} labels: use one type of label")
         if a.ndim != 1:
             raise ValueError(f"sample {i}: labels must be 1-D, got shape {a.shape}")
-        if a.shape[0] != lengths[i]:
+        if unknown is None and a.shape[0] != lengths[i]:
             raise ValueError(f"sample {i}: {a.shape[0]} labels for {lengths[i]} nodes")
         if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
             raise ValueError(f"sample {i}: labels contain NaN or infinite values")
         parts.append(a)
+    ref = next((p.dtype for p in parts if p.shape[0]), None)
+    if ref is not None:
+        # an empty (or wholly unknown) sample must not turn numbers into floats
+        parts = [p if p.shape[0] else p.astype(ref) for p in parts]
     dtype = _narrow_text_dtype(parts)
     try:
-        return np.concatenate(parts, dtype=dtype)
+        values = np.concatenate(parts, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"labels of different samples cannot be combined ({exc})") from None
+    if not any(m.any() for m in masks):
+        return values
+    return with_unknown(values, np.concatenate(masks))
 
 
 def _narrow_text_dtype(parts):
@@ -422,7 +472,10 @@ def _narrow_text_dtype(parts):
 
 
 def fit_classes(labels):
-    """Sorted distinct labels (what ``classes_`` holds), of ``labels``' dtype."""
+    """Sorted distinct labels (what ``classes_`` holds), of ``labels``' dtype (the
+    known ones of a masked array)."""
+    if isinstance(labels, np.ma.MaskedArray):
+        labels = labels.compressed()
     # distinct labels of each slice, then of their union: the same result as
     # ``np.unique(labels)`` without its sorted copy of all N labels
     try:
@@ -442,6 +495,10 @@ def encode_labels(labels, classes):
     A label never seen in ``fit`` (a test fold with a new letter) gets -1, so
     it can count as an error instead of crashing or producing NaN.
     """
+    if isinstance(labels, np.ma.MaskedArray):
+        codes = encode_labels(labels.data, classes)
+        codes[np.ma.getmaskarray(labels)] = -1
+        return codes
     labels = np.asarray(labels)
     codes = np.empty(labels.shape[0], np.int64)
     last = classes.shape[0] - 1

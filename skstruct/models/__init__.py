@@ -13,6 +13,7 @@ Each model is an sklearn ``BaseEstimator`` holding only its parameters, so
 
 from ._base import DesignModel, StructuredModel
 from ._design import Design
+from ._latent import HiddenNodesModel, HiddenStatesModel
 from ._matching import MatchingModel
 from ._models import (
                       ChainModel,
@@ -23,5 +24,6 @@ from ._models import (
                       chow_liu_tree,
 )
 
-__all__ = ["ChainModel", "Design", "DesignModel", "GraphModel", "MatchingModel",
+__all__ = ["ChainModel", "Design", "DesignModel", "GraphModel", "HiddenNodesModel",
+           "HiddenStatesModel", "MatchingModel",
            "MultiLabelModel", "MulticlassModel", "StructuredModel", "auto_model", "chow_liu_tree"]

@@ -52,6 +52,10 @@ class DesignArrays(NamedTuple):
     xrow: np.ndarray           # (N,) feature row of each node
     xoff: np.ndarray           # (N,) column shift of each node's features
     dense: bool                # every feature row stores all its columns
+    lgroup: np.ndarray         # (K,) loss group of each class: a node is wrong when its
+    #                            class's group differs from the true class's
+    has_offset: bool           # node_offset is added to the node scores
+    node_offset: np.ndarray    # (N, K) fixed node potentials (-inf: state not allowed)
 
 
 @dataclass
@@ -80,6 +84,10 @@ class Design:
     dense_rows: bool = False
     # the learners keep every pairwise table supermodular (projected after each step)
     submodular: bool = False
+    # latent models: the loss group of each class (None: each class its own group) and
+    # fixed node potentials (None: zero; -inf where a node may not take a state)
+    lgroup: np.ndarray = None
+    node_offset: np.ndarray = None
 
     def __post_init__(self):
         N = self.batch.n_nodes
@@ -87,6 +95,12 @@ class Design:
             self.xrow = np.arange(N, dtype=np.int64)
             self.xoff = np.zeros(N, np.int64)
             self.n_features_total = self.features.shape[1]
+
+    @property
+    def plain_loss(self):
+        """Whether the Hamming loss compares classes themselves (no loss groups) and no
+        fixed node potentials apply: what every learner and fast path supports."""
+        return self.lgroup is None and self.node_offset is None
 
     @property
     def n_columns(self):
@@ -128,7 +142,12 @@ class Design:
             ef.indptr.astype(np.int64), bool(self.tied), pwi,
             np.asarray(y, np.int64), np.asarray(loss_weights, np.float64),
             self.cmap, self.csign, col_rep, self.kind, order, parent, parent_edge,
-            *adj, int(inference_iter), self.xrow, self.xoff, bool(self.dense_rows))
+            *adj, int(inference_iter), self.xrow, self.xoff, bool(self.dense_rows),
+            np.arange(K, dtype=np.int64) if self.lgroup is None
+            else np.asarray(self.lgroup, np.int64),
+            self.node_offset is not None,
+            np.zeros((1, K)) if self.node_offset is None
+            else np.ascontiguousarray(self.node_offset, np.float64))
 
     def take(self, idx):
         """The design of samples ``idx`` (sorted) of this one."""
@@ -142,7 +161,42 @@ class Design:
             sp.csr_matrix((0, self.edge_features.shape[1]))
         return Design(feats, batch, sp.csr_matrix(ef), self.tied, self.n_classes, self.cmap,
                       self.csign, self.kind[idx], self.y[nodes], xrow, self.xoff[nodes],
-                      self.n_features_total, self.dense_rows, self.submodular)
+                      self.n_features_total, self.dense_rows, self.submodular, self.lgroup,
+                      None if self.node_offset is None else self.node_offset[nodes])
+
+    def drop_unknown(self):
+        """The design of the labelled part of every sample: nodes with an unknown label
+        (``y == -1``) and every edge that touches one left out (this design itself when
+        every label is known).  A chain with a gap becomes a forest of chains, decoded
+        by tree max-sum; other samples keep their decoder."""
+        keep = self.y >= 0
+        if keep.all():
+            return self
+        b = self.batch
+        before = np.zeros(b.n_nodes + 1, np.int64)
+        np.cumsum(keep, out=before[1:])
+        new_index = before[:-1]
+        e = b.edges
+        ekeep = keep[e[:, 0]] & keep[e[:, 1]] if b.n_edges else np.zeros(0, bool)
+        e_before = np.zeros(b.n_edges + 1, np.int64)
+        np.cumsum(ekeep, out=e_before[1:])
+        batch = GraphBatch(before[b.node_offsets], new_index[e[ekeep]],
+                           e_before[b.edge_offsets])
+        nodes = np.flatnonzero(keep)
+        if np.array_equal(self.xrow, np.arange(self.features.shape[0])):
+            feats, xrow = self.features[nodes], np.arange(nodes.size, dtype=np.int64)
+        else:
+            feats, xrow = self.features, self.xrow[nodes]
+        ef = self.edge_features[np.flatnonzero(ekeep)] if self.edge_features.shape[0] else \
+            self.edge_features
+        kind = self.kind.copy()
+        was_chain = kind == VITERBI
+        if was_chain.any():
+            kind[was_chain & ~batch.is_chain] = TREE
+        return Design(feats, batch, sp.csr_matrix(ef), self.tied, self.n_classes, self.cmap,
+                      self.csign, kind, self.y[nodes], xrow, self.xoff[nodes],
+                      self.n_features_total, self.dense_rows, self.submodular, self.lgroup,
+                      None if self.node_offset is None else self.node_offset[nodes])
 
     @property
     def max_nodes(self):

@@ -92,9 +92,15 @@ def unary_scores(n0, n1, xdata, xind, xptr, xrow, xoff, W, cmap, csign, scale, U
 
 @jit(inline="always")
 def node_scores(D, n0, n1, W, scale, U):
-    """:func:`unary_scores` of nodes ``n0:n1`` of design ``D``."""
+    """:func:`unary_scores` of nodes ``n0:n1`` of design ``D``, plus its fixed node
+    potentials if it has any."""
     unary_scores(n0, n1, D.xdata, D.xind, D.xptr, D.xrow, D.xoff, W, D.cmap, D.csign, scale, U,
                  D.dense)
+    if D.has_offset:
+        off = D.node_offset
+        for v in range(n0, n1):
+            for k in range(U.shape[1]):
+                U[v, k] += off[v, k]
 
 
 @jit

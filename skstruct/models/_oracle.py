@@ -136,12 +136,13 @@ def decode(D, s, Ua, pair, msgs, bp, lab, work):
 
 
 @jit
-def _augment(n0, n1, U, y, lw, Ua):
+def _augment(n0, n1, U, y, lw, lg, Ua):
     K = U.shape[1]
     for v in range(n0, n1):
         w = lw[v]
+        g = lg[y[v]]
         for k in range(K):
-            Ua[v, k] = U[v, k] + (0.0 if k == y[v] else w)
+            Ua[v, k] = U[v, k] + (0.0 if lg[k] == g else w)
 
 
 @jit
@@ -311,11 +312,12 @@ def oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work):
         return 0.0, 0.0, 0
     s_true = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, y)
     if surrogate == MARGIN:
-        _augment(n0, n1, U, y, lw, Ua)
+        _augment(n0, n1, U, y, lw, D.lgroup, Ua)
         decode(D, s, Ua, pair, msgs, bp, lab, work)
         ell = 0.0
+        lg = D.lgroup
         for v in range(n0, n1):
-            if lab[v] != y[v]:
+            if lg[lab[v]] != lg[y[v]]:
                 ell += lw[v]
         s_hat = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab)
         n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, 1.0, Sc, work, 0)
@@ -361,7 +363,7 @@ def oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work):
         return ell, hinge, n_trip
     # LP relaxation of the loss-augmented problem: its dual bound and subgradient.
     # Only the subgradient solver uses this corner; ``ell`` is not a tight loss here
-    _augment(n0, n1, U, y, lw, Ua)
+    _augment(n0, n1, U, y, lw, D.lgroup, Ua)
     bound, n_trip = _lp_corner(n0, n1, e0, e1, edges, Ua, y, cmap, csign, pair, pwi,
                                D.adj_offsets, D.adj_edge, D.adj_side, msgs, D.inference_iter,
                                lab, Sc, work, 0)

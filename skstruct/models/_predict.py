@@ -101,6 +101,8 @@ def design_potentials(design, W, P):
                np.ascontiguousarray(W), D.cmap, D.csign, D.dense, design.tied, D.pw_index,
                D.edata, D.eind, D.eptr, P, y0, D.loss_weight, False, chunks, unary, PE,
                np.zeros(chunks.shape[0] - 1))
+    if design.node_offset is not None:
+        unary += design.node_offset
     if design.tied:
         if P.shape[0] == 0:
             return unary, np.zeros((1, K, K)), np.zeros(E, np.int64)

@@ -167,13 +167,16 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
                 for c in range(Kp):
                     d = av[c] - inv * sv[c]
                     sv[c] = d
-                    dot += d * uv[c]
+                    # a state a fixed -inf potential forbids never enters a block
+                    if d != 0.0:
+                        dot += d * uv[c]
         else:
             for v in range(n0, n1):
                 for c in range(Kp):
                     d = A[v, c] - inv * Sc[v, c]
                     Sc[v, c] = d
-                    dot += d * csign[col_rep[c]] * U[v, col_rep[c]]
+                    if d != 0.0:
+                        dot += d * csign[col_rep[c]] * U[v, col_rep[c]]
         dp = DP.ravel()
         pi = Pi[s].ravel()
         pf = P.ravel()

@@ -233,14 +233,23 @@ class CRFObjective:
     optional fixed per-node ``offset`` (N, K): the non-local energy's
     ``-grad L(mu_i)`` in the surrogate likelihood.
 
+    ``allowed`` (N, K) bool (default None: the labels ``design.y``) makes the
+    likelihood that of the allowed labellings, ``log Z - log Z_allowed``, whose
+    gradient is the difference of the two models' expected features: unknown
+    labels and hidden states are marginalised (Quattoni et al., "Hidden
+    Conditional Random Fields", IEEE TPAMI 2007).  Not convex in general.
+
     ``pairs`` (``(wptr, wlab)`` of :func:`seen_pairs`, default None: every
     pair) restricts ``W`` to those feature-column pairs: the flat weight
     vector ``w`` is then the pairs' weights followed by ``P``, and the other
     entries of ``W`` are 0.  :meth:`split` always returns the full ``W``.
     """
 
-    def __init__(self, design, C, sample_weight=None, pairs=None):
+    def __init__(self, design, C, sample_weight=None, pairs=None, allowed=None):
         self.design = design
+        # hidden states or unknown labels: the truth is the set of labellings whose
+        # states are allowed, and its score the log partition restricted to it
+        self.allowed = allowed
         self.C = float(C)
         b = design.batch
         N, K = b.n_nodes, design.n_classes
@@ -369,6 +378,8 @@ class CRFObjective:
                    D.xoff, np.ascontiguousarray(W), D.cmap, D.csign, D.dense, self.tied,
                    D.pw_index, D.edata, D.eind, D.eptr, np.ascontiguousarray(P), D.y,
                    D.loss_weight, False, self.chunks, theta_v, PE, truth)
+        if self.design.node_offset is not None:
+            theta_v += self.design.node_offset
         if self.tied:
             return theta_v, np.ascontiguousarray(P), D.pw_index
         return theta_v, PE, np.arange(b.n_edges, dtype=np.int64)
@@ -436,6 +447,7 @@ class CRFObjective:
         mapped one to one onto weight columns, no sample weights, no offset)."""
         d = self.design
         return (self.tied and self.identity and self.sw is None and self.offset is None
+                and self.allowed is None and d.node_offset is None
                 and bool(np.all(d.kind == 0)))
 
     def _fused_arrays(self):
@@ -486,8 +498,47 @@ class CRFObjective:
             return self._value_grad_fused(w)
         return self.value_grad_marginals(w)[:2]
 
+    def _value_grad_allowed(self, w):
+        """:meth:`value_grad_marginals` with the truth the set of allowed labellings."""
+        W, P = self.split(w)
+        theta_v, tables, pwi = self.potentials(W, P)
+        if self.offset is not None:
+            theta_v -= self.offset
+        b = self.design.batch
+        node, edge, logz = marginals_batch(b, theta_v, tables, pwi, edge_marginals="full")
+        theta_v[~self.allowed] = -np.inf
+        node_c, edge_c, logz_c = marginals_batch(b, theta_v, tables, pwi,
+                                                 edge_marginals="full")
+        del theta_v
+        nll = logz - logz_c
+        if self.sw is not None:
+            nll = nll * self.sw
+        if not np.all(np.isfinite(nll)):
+            bad = int(np.flatnonzero(~np.isfinite(nll))[0])
+            raise ValueError(f"sample {bad}: no labelling consistent with its labels has "
+                             "positive probability under the model (a -inf potential "
+                             "forbids them all)")
+        R = node - node_c
+        RE = edge - edge_c
+        if self.node_w is not None:
+            R *= self.node_w[:, None]
+            RE *= self.edge_w[:, None, None]
+        gW = self.grad_W(R)
+        if self.pairs is not None:
+            gW = gW[self._rows(), self.pairs[1]]
+        if self.tied:
+            gP = self.sum_per_table(RE)
+        else:
+            gP = np.asarray(self.EFt @ RE.reshape(b.n_edges, -1)).reshape(self.P_shape)
+        C = self.C
+        value = C * float(nll.sum()) + 0.5 * float(w @ w)
+        g = np.concatenate([C * gW.ravel(), C * gP.ravel()]) + w
+        return value, g, node
+
     def value_grad_marginals(self, w):
         """Objective, gradient and node marginals (N, K) at ``w`` (never fused)."""
+        if self.allowed is not None:
+            return self._value_grad_allowed(w)
         W, P = self.split(w)
         node, edge, logz, score = self.nll_parts(W, P, self.offset)
         nll = logz - score

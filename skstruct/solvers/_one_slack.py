@@ -240,14 +240,15 @@ def plane_from_labels(D, lab, n0_node, n1_node, e0_edge, e1_edge, scale, GW, GP)
     edges ``e0_edge:e1_edge``; returns ``scale`` times the Hamming loss of ``lab``.
     Only the nodes and edges ``lab`` gets wrong contribute."""
     xdata, xind, xptr, xrow, xoff = D.xdata, D.xind, D.xptr, D.xrow, D.xoff
-    y, lw, cmap, csign = D.y, D.loss_weight, D.cmap, D.csign
+    y, lw, cmap, csign, lg = D.y, D.loss_weight, D.cmap, D.csign, D.lgroup
     loss = 0.0
     for v in range(n0_node, n1_node):
         a = y[v]
         c = lab[v]
         if a == c:
             continue
-        loss += lw[v]
+        if lg[a] != lg[c]:
+            loss += lw[v]
         ca, sa = cmap[a], scale * csign[a]
         cc, sc_ = cmap[c], scale * csign[c]
         o = xoff[v]
@@ -296,7 +297,7 @@ def cache_pass(D, W, P, U, PE, cache, cache_n, chunks, out, best):
                 lab = cache[k]
                 loss = 0.0
                 for v in range(n0, n1):
-                    if lab[v] != y[v]:
+                    if D.lgroup[lab[v]] != D.lgroup[y[v]]:
                         loss += lw[v]
                 val = loss + labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab) - s_true
                 if val > best[s]:

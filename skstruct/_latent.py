@@ -1,0 +1,269 @@
+"""Latent structural SVM: CCCP over imputed hidden states."""
+
+import time
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ._base import StructuredEstimatorMixin, _set_n_features_in
+from ._core import n_threads
+from ._core._params import Interval, Options, validate_params
+from ._svm import StructuredSVM
+from .models import DesignModel, HiddenStatesModel, auto_model
+
+
+class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
+    """Structural SVM with hidden variables, trained by CCCP.
+
+    The latent structural SVM of Yu and Joachims ("Learning Structural SVMs
+    with Latent Variables", ICML 2009) minimises
+
+    ``1/2 ||w||^2 + C sum_i [max_(y, h) (loss(y_i, y) + w . phi(x_i, y, h))
+    - max_h w . phi(x_i, y_i, h)]``,
+
+    a difference of convex functions, by the concave-convex procedure: impute
+    each training sample's hidden states ``h_i = argmax_h w . phi(x_i, y_i,
+    h)`` (the best states consistent with its labels), solve the convex
+    structural SVM with those states as the truth, and repeat until no state
+    changes.  Each convex step is a full :class:`StructuredSVM` fit (its
+    ``solver``, ``C``, ``tol`` ...).  It converges to a local optimum that
+    depends on the initial states.
+
+    What is hidden depends on the model:
+
+    * :class:`~skstruct.models.HiddenStatesModel`: the sub-state of every
+      node (its label is known);
+    * :class:`~skstruct.models.HiddenNodesModel`: the state of the hidden
+      nodes;
+    * any other built-in model: the labels given as ``None`` in ``y``
+      (partly annotated samples).  Their imputed labels never count in the
+      loss.
+
+    Parameters
+    ----------
+    estimator : StructuredSVM, default=None
+        The convex learner and its model (``None``: ``StructuredSVM(model=
+        HiddenStatesModel())``).  Its solver must be ``"bcfw"``,
+        ``"subgradient"`` or ``"one_slack"`` with ``surrogate="margin"`` or
+        ``"lp"``.
+    max_iter : int, default=10
+        CCCP iterations (imputation then convex fit).
+    tol : float, default=0.0
+        Also stop when the convex step's primal objective decreases by less
+        than ``tol`` times its value; the default stops only when no hidden
+        state changes.
+    latent_init : {"random", "first"}, default="random"
+        Initial hidden states when ``fit`` is given none: drawn at random
+        among those consistent with the labels (``random_state``), or the
+        first consistent one.  ``"first"`` gives every sub-state but the first
+        no example to learn from, so CCCP can stay there.
+    random_state : int, RandomState or None
+        Seeds the initial states and the convex learner (unless it has its
+        own ``random_state``).
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    estimator_ : StructuredSVM
+        The convex learner fitted in the last iteration.
+    model_ : the fitted model
+    coef_ : ndarray
+        Flat weights over the states, in the layout of ``estimator_.coef_``.
+    classes_ : ndarray
+        The labels.
+    n_iter_ : int
+        CCCP iterations run.
+    history_ : dict of ndarray
+        Per iteration: ``"primal"`` (the convex step's final primal objective,
+        in the lambda form :class:`StructuredSVM` reports), ``"n_changed"``
+        (hidden states the next imputation changed) and ``"seconds"``
+        (cumulative).
+    """
+
+    _parameter_constraints = {
+        "estimator": [None, StructuredSVM],
+        "max_iter": [Interval(Integral, 1)],
+        "tol": [Interval(Real, 0)],
+        "latent_init": [Options("random", "first")],
+        "random_state": ["random_state"],
+        "verbose": [Interval(Integral, 0), "boolean"],
+    }
+
+    def __init__(self, estimator=None, *, max_iter=10, tol=0.0, latent_init="random",
+                 random_state=None, verbose=0):
+        self.estimator = estimator
+        self.max_iter = max_iter
+        self.tol = tol
+        self.latent_init = latent_init
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @property
+    def n_jobs(self):
+        est = self.estimator
+        return None if est is None else est.n_jobs
+
+    # ----------------------------------------------------------------- pieces
+    def _svm(self, rng):
+        svm = StructuredSVM(model=HiddenStatesModel()) if self.estimator is None \
+            else clone(self.estimator)
+        svm._check_params()
+        if svm.warm_start:
+            raise ValueError("the estimator's warm_start must be False: every convex step "
+                             "starts anew from the imputed states")
+        if svm.random_state is None:
+            svm.random_state = rng.randint(2 ** 31 - 1)
+        return svm
+
+    def _model(self, svm, X, y):
+        model = svm.model
+        if isinstance(model, str):
+            model = auto_model(X, y)
+        if not isinstance(model, DesignModel) or not model.has_batched_path():
+            raise ValueError(f"LatentStructuredSVM needs a built-in model (skstruct.models), "
+                             f"got {type(model).__name__}")
+        if getattr(model, "submodular", False):
+            raise ValueError("LatentStructuredSVM does not keep pairwise tables "
+                             "supermodular: use submodular=False")
+        return clone(model).fit(X, y)
+
+    @staticmethod
+    def _constraints(model, X, y):
+        """The design over the states, packed X, label codes and the states each node
+        may take."""
+        from .models._latent import allowed_states
+
+        design, packed = model.design(X, y)
+        allowed, codes = allowed_states(model, design)
+        return design, packed, codes, allowed
+
+    def _initial(self, model, design, packed, codes, allowed, latent_init, rng):
+        N = codes.shape[0]
+        if latent_init is not None:
+            H = np.concatenate([np.asarray(h, dtype=np.int64).reshape(-1) for h in latent_init]) \
+                if len(latent_init) else np.zeros(0, np.int64)
+            if H.shape[0] != N:
+                raise ValueError(f"latent_init holds {H.shape[0]} states for {N} nodes: give "
+                                 "one array of states per sample, hidden nodes included")
+            if np.any((H < 0) | (H >= design.n_classes)):
+                raise ValueError(f"latent_init: states must be in 0..{design.n_classes - 1}")
+            bad = np.flatnonzero(~allowed[np.arange(N), H])
+            if bad.size:
+                s = int(np.searchsorted(design.batch.node_offsets, bad[0], side="right") - 1)
+                raise ValueError(f"latent_init: sample {s}, node "
+                                 f"{bad[0] - design.batch.node_offsets[s]}: state {H[bad[0]]} "
+                                 "is not consistent with its label")
+            return H
+        if self.latent_init == "first":
+            return np.argmax(allowed, axis=1).astype(np.int64)
+        # a uniform draw among the allowed states of each node
+        r = rng.random_sample(allowed.shape) * allowed
+        return np.argmax(r, axis=1).astype(np.int64)
+
+    @staticmethod
+    def _impute(design, W, P, allowed):
+        from ._decoding import constrained_map
+        from .models._predict import design_potentials
+
+        u, t, i = design_potentials(design, W, P)
+        u[~allowed] = -np.inf
+        return constrained_map(design, u, t, i)
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, X, y, *, latent_init=None):
+        """Learn the weights by CCCP.
+
+        Parameters
+        ----------
+        X, y : the training samples, in the format of the model
+            (``None`` in ``y`` marks an unknown label).
+        latent_init : list of arrays, optional
+            Initial state of every node of every sample (for
+            :class:`~skstruct.models.HiddenNodesModel` the hidden nodes
+            included, after the visible ones); states are indices
+            ``0 .. n_states - 1`` of the model (for a plain model, label codes
+            in the order of ``classes_``).
+
+        Returns
+        -------
+        self
+        """
+        validate_params(self)
+        rng = check_random_state(self.random_state)
+        svm = self._svm(rng)
+        model = self._model(svm, X, y)
+        design, packed, codes, allowed = self._constraints(model, X, y)
+        if not allowed.any(axis=1).all():
+            v = int(np.flatnonzero(~allowed.any(axis=1))[0])
+            s = int(np.searchsorted(design.batch.node_offsets, v, side="right") - 1)
+            raise ValueError(f"sample {s}: node {v - design.batch.node_offsets[s]} can take "
+                             "no state")
+        H = self._initial(model, design, packed, codes, allowed, latent_init, rng)
+        loss_free = codes < 0
+        hist = {"primal": [], "n_changed": [], "seconds": []}
+        t0 = time.perf_counter()
+        for it in range(self.max_iter):
+            design.y = H
+            solver = svm._make_solver(model, X, y, design, loss_free=loss_free)
+            svm._learn(model, solver)
+            W, P = svm._W, svm._P
+            primal = svm.history_["primal"][-1] if len(svm.history_["primal"]) else \
+                float(solver.objective()[0])
+            with n_threads(svm.n_jobs):
+                H_new = self._impute(design, W, P, allowed)
+            changed = int(np.count_nonzero(H_new != H))
+            hist["primal"].append(primal)
+            hist["n_changed"].append(changed)
+            hist["seconds"].append(time.perf_counter() - t0)
+            if self.verbose:
+                print(f"CCCP iteration {it + 1:3d}  primal {primal:.6g}  states changed "
+                      f"{changed}", flush=True)
+            if changed == 0:
+                break
+            prev = hist["primal"][-2] if it else np.inf
+            if self.tol > 0 and prev - primal <= self.tol * abs(primal):
+                break
+            H = H_new
+        self.estimator_ = svm
+        self.model_ = model
+        self.classes_ = model.classes_
+        self._W, self._P = W, P
+        self.coef_ = svm.coef_
+        self.n_iter_ = it + 1
+        self.history_ = {k: np.asarray(v, dtype=np.int64 if k == "n_changed" else np.float64)
+                         for k, v in hist.items()}
+        _set_n_features_in(self, model)
+        return self
+
+    def _weights(self):
+        return self._W, self._P
+
+    def _predict_iter(self):
+        return self.estimator_._predict_iter()
+
+    def predict_latent(self, X):
+        """The best states of every node (hidden nodes included) under the learned
+        weights: the states behind :meth:`predict`'s labels."""
+        check_is_fitted(self, "coef_")
+        states, packed = self._decode(X)
+        return self._states(states, packed)
+
+    def _states(self, states, packed):
+        if getattr(self.model_, "latent", False):
+            return self.model_.format_states(states, packed)
+        return self.model_._format(states, packed)
+
+    def latent(self, X, y):
+        """The imputed states: the best states consistent with the labels ``y``
+        (``None`` for an unknown label) under the learned weights."""
+        check_is_fitted(self, "coef_")
+        design, packed, _, allowed = self._constraints(self.model_, X, y)
+        with n_threads(self.n_jobs):
+            states = self._impute(design, self._W, self._P, allowed)
+        return self._states(states, packed)
+
+    def __getstate__(self):
+        return self.__dict__.copy()
