@@ -111,6 +111,10 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         svm = StructuredSVM(model=HiddenStatesModel()) if self.estimator is None \
             else clone(self.estimator)
         svm._check_params()
+        if svm.solver == "extragradient" or svm.surrogate in ("slack", "poslearn"):
+            raise ValueError(f"LatentStructuredSVM needs an estimator with solver='bcfw', "
+                             f"'subgradient' or 'one_slack' and surrogate='margin' or 'lp'; "
+                             f"got solver={svm.solver!r}, surrogate={svm.surrogate!r}")
         if svm.warm_start:
             raise ValueError("the estimator's warm_start must be False: every convex step "
                              "starts anew from the imputed states")

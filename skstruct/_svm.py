@@ -263,14 +263,6 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
 
     def _check_structure(self, design):
         kind = design.kind
-        if not design.plain_loss:
-            # hidden states: the loss compares labels, not states, which only the
-            # margin-rescaled oracles (and the LP relaxation) of these solvers read
-            if self.solver == "extragradient" or self.surrogate in ("slack", "poslearn"):
-                raise ValueError(f"a model with hidden states or hidden nodes needs "
-                                 f"solver='bcfw', 'subgradient' or 'one_slack' with "
-                                 f"surrogate='margin' or 'lp'; got solver={self.solver!r}, "
-                                 f"surrogate={self.surrogate!r}")
         if self.surrogate == "slack" and np.any(kind != VITERBI):
             s = int(np.flatnonzero(kind != VITERBI)[0])
             raise ValueError(f"surrogate='slack' is exact only on chains; sample {s} is not a "
@@ -358,6 +350,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             # before the model's own initialize sees them
             _sample_lists(X, y)
         model, made = resolve_model(self.model, X, y, design=True, submodular=True)
+        if getattr(model, "latent", False):
+            raise ValueError(f"{type(model).__name__} has hidden states: train it with "
+                             "LatentStructuredSVM(StructuredSVM(model=...)), which imputes them")
         solver = self._make_solver(model, X, y, None if made is None else made[0])
         del made
         return self._learn(model, solver)

@@ -30,6 +30,16 @@ class _LatentModel(DesignModel):
 
     latent = True
 
+    # one sample as a batch, for the protocol methods (samples are lists of graphs)
+    def _one(self, x):
+        return [x]
+
+    def _one_y(self, y):
+        return [y]
+
+    def _first(self, pred):
+        return pred[0]
+
     @property
     def n_states_(self):
         return self.state_label_.shape[0]
@@ -119,22 +129,17 @@ class _LatentModel(DesignModel):
         """States in the structure of ``y`` (hidden nodes included, last)."""
         return self.base_._format(states, packed)
 
-    def unary_view(self, W):
-        return W.T
-
-    @property
-    def size_joint_feature(self):
-        self._check_fitted()
-        F, Kp, EF, K = self.param_shapes_
-        return F * Kp + EF * K * K
-
     def _finish(self, X):
         d = self._state_design(self._pack(X[:1], fitting=False))
         self.param_shapes_ = (d.n_features_total, d.n_columns, d.n_edge_features, d.n_classes)
+        self.base_.param_shapes_ = self.param_shapes_
 
     def joint_feature(self, x, h):
-        """``phi(x, h)`` of a labelling ``h`` of the states."""
-        return self.base_.joint_feature(x, h)
+        """``phi(x, h)`` of a labelling ``h`` of the states (hidden nodes included)."""
+        return self.base_.joint_feature(self._base_sample(x), h)
+
+    def _base_sample(self, x):
+        return x
 
 
 def allowed_states(model, design):
@@ -349,3 +354,6 @@ class HiddenNodesModel(_LatentModel):
 
     def format_states(self, states, packed):
         return packed.split(states)
+
+    def _base_sample(self, x):
+        return self._graph_samples([x])[0][0]
