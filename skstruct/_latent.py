@@ -144,8 +144,8 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         allowed, codes = allowed_states(model, design)
         return design, packed, codes, allowed
 
-    def _initial(self, model, design, packed, codes, allowed, latent_init, rng):
-        N = codes.shape[0]
+    def _initial(self, design, allowed, latent_init, rng):
+        N = allowed.shape[0]
         if latent_init is not None:
             H = np.concatenate([np.asarray(h, dtype=np.int64).reshape(-1) for h in latent_init]) \
                 if len(latent_init) else np.zeros(0, np.int64)
@@ -205,7 +205,7 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             s = int(np.searchsorted(design.batch.node_offsets, v, side="right") - 1)
             raise ValueError(f"sample {s}: node {v - design.batch.node_offsets[s]} can take "
                              "no state")
-        H = self._initial(model, design, packed, codes, allowed, latent_init, rng)
+        H = self._initial(design, allowed, latent_init, rng)
         loss_free = codes < 0
         hist = {"primal": [], "n_changed": [], "seconds": []}
         t0 = time.perf_counter()
@@ -268,6 +268,3 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         with n_threads(self.n_jobs):
             states = self._impute(design, self._W, self._P, allowed)
         return self._states(states, packed)
-
-    def __getstate__(self):
-        return self.__dict__.copy()
