@@ -255,7 +255,7 @@ class DesignModel(StructuredModel):
         pair = d.batch.edges
         Q = sp.csr_matrix((np.ones(E), (np.arange(E), d.y[pair[:, 0]] * K + d.y[pair[:, 1]])),
                           shape=(E, K * K))
-        pairwise = (d.edge_features.T @ Q).toarray()
+        pairwise = d.fold((d.edge_features.T @ Q).toarray().reshape(EF, K, K))
         return np.concatenate([unary.ravel(), pairwise.ravel()])
 
     def inference(self, x, w):
@@ -307,6 +307,7 @@ class DesignModel(StructuredModel):
                    np.asarray(csign, np.float64), kind, None, xrow, xoff, n_features_total)
         d.dense_rows = dense
         d.submodular = submodular
+        d.symmetric = not getattr(self, "directed", True)
         return d
 
 

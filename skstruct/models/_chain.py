@@ -21,7 +21,8 @@ def is_plain_chain(design):
     """Every sample a chain decoded by Viterbi, one tied transition table, and one parameter
     column per class with the identity class map."""
     K = design.n_classes
-    return bool(design.plain_loss and np.all(design.kind == VITERBI) and design.tied
+    return bool(design.plain_loss and not design.symmetric and np.all(design.kind == VITERBI)
+                and design.tied
                 and design.n_edge_features == 1 and design.n_columns == K
                 and np.array_equal(design.cmap, np.arange(K)) and np.all(design.csign == 1))
 

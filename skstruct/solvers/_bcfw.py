@@ -23,7 +23,7 @@ into weights only when the average is read.
 import numpy as np
 
 from .._core._jit import jit
-from ..models._kernels import expand_coef
+from ..models._kernels import expand_coef, symmetric_into
 from ..models._oracle import _corner, make_work
 from ..models._submodular import project_supermodular, project_tables
 from ._design_solver import DesignSolver, check_memory
@@ -152,9 +152,16 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
         if project:
             project_supermodular(P, Pp, mu)
             Pw = Pp
+            Pc = Pp
+        elif D.sym:
+            # undirected: P holds the upper triangles, the oracle scores the tables
+            symmetric_into(P, 1.0, Pp)
+            Pw = P
+            Pc = Pp
         else:
             Pw = P
-        ell_s, _, n_trip = _corner(D, s, 1.0, W, Pw, U, Ua, PE, msgs, bp, lab, Sc, work,
+            Pc = P
+        ell_s, _, n_trip = _corner(D, s, 1.0, W, Pc, U, Ua, PE, msgs, bp, lab, Sc, work,
                                    surrogate)
         ell_s /= n
         # D_v = A_v - Sc_v / (lam n): the node part of w_i - w_s
@@ -386,6 +393,38 @@ class BCFW(DesignSolver):
                          sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], self.V, self.DP,
                          self.mark, self.touched, self.gram, self.gofs, sc["belief"], sc["up"],
                          d.max_nodes, d.max_edges, self.project, self.Pp, self.mu)
+
+    def relabel(self, old, y_old):
+        """Carry ``old``'s dual blocks over to the new truth (see
+        :meth:`DesignSolver.relabel`).  Block ``i`` is ``w_i = 1/(lam n) sum_y
+        alpha_i(y) (phi(x_i, y_i) - phi(x_i, y))``: a new truth ``y_i'`` of
+        equal loss moves it by ``(phi(x_i, y_i') - phi(x_i, y_i)) / (lam n)``
+        and leaves ``alpha``, its losses and so the dual's linear term as they
+        were; the weights move by the sum.  The weighted average restarts.
+        The fused chain kernel keeps its blocks in a sparse form: it starts
+        anew instead."""
+        if self.fused_chain or old.fused_chain:
+            return
+        self.carry(old)
+        coef, pair = self.truth_shift(y_old)
+        inv = 1.0 / (self.lam * self.n_samples)
+        D = self.D
+        self.A = self.A + inv * coef
+        self.Pi = self.Pi + inv * pair
+        self.W = self.W + inv * expand_coef(D.xdata, D.xind, D.xptr, D.xrow, D.xoff, coef,
+                                            self.W.shape[0])
+        self.P = self.P + inv * pair.sum(axis=0)
+        self.state = self.state.copy()
+        self.state[STEP] = 0.0
+        # the mass that sat on the old truth now pulls towards it: move every block
+        # towards the new truth's corner (w_i = 0, loss 0) by the one scale s that
+        # maximises the dual -lam/2 s^2 ||w||^2 + s ell
+        sq = float(np.sum(self.W * self.W) + np.sum(self.P * self.P))
+        ell = float(self.state[ELL])
+        scale = 1.0 if sq <= 0.0 else min(max(ell / (self.lam * sq), 0.0), 1.0)
+        for name in ("A", "Pi", "W", "P", "ell_i"):
+            setattr(self, name, scale * getattr(self, name))
+        self.state[ELL] = scale * ell
 
     def pairwise_blocks(self):
         """The pairwise part of every sample's dual block, ``(S, EF, K, K)``."""

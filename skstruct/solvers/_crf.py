@@ -374,14 +374,15 @@ class CRFObjective:
         PE = np.zeros((1, self.K, self.K)) if self.tied else np.empty((b.n_edges, self.K,
                                                                        self.K))
         truth = np.zeros(self.chunks.shape[0] - 1)
+        P = np.ascontiguousarray(self.design.tables(P))
         potentials(b.node_offsets, b.edge_offsets, b.edges, D.xdata, D.xind, D.xptr, D.xrow,
                    D.xoff, np.ascontiguousarray(W), D.cmap, D.csign, D.dense, self.tied,
-                   D.pw_index, D.edata, D.eind, D.eptr, np.ascontiguousarray(P), D.y,
+                   D.pw_index, D.edata, D.eind, D.eptr, P, D.y,
                    D.loss_weight, False, self.chunks, theta_v, PE, truth)
         if self.design.node_offset is not None:
             theta_v += self.design.node_offset
         if self.tied:
-            return theta_v, np.ascontiguousarray(P), D.pw_index
+            return theta_v, P, D.pw_index
         return theta_v, PE, np.arange(b.n_edges, dtype=np.int64)
 
     def grad_W(self, R):
@@ -405,12 +406,13 @@ class CRFObjective:
                 np.add.at(G, (pwi, self.ya, self.yb), -1.0)
             else:
                 np.add.at(G, (pwi, self.ya, self.yb), -self.edge_w)
-            return G
+            return self.design.fold(G)
         R = edge_marg.copy()
         R[np.arange(b.n_edges), self.ya, self.yb] -= 1.0
         if self.edge_w is not None:
             R *= self.edge_w[:, None, None]
-        return np.asarray(self.EFt @ R.reshape(b.n_edges, K * K)).reshape(self.P_shape)
+        return self.design.fold(
+            np.asarray(self.EFt @ R.reshape(b.n_edges, K * K)).reshape(self.P_shape))
 
     def nll_parts(self, W, P, offset=None):
         """Marginals, log-partitions and true scores at ``W``, ``P`` (+ offset)."""
@@ -447,7 +449,7 @@ class CRFObjective:
         mapped one to one onto weight columns, no sample weights, no offset)."""
         d = self.design
         return (self.tied and self.identity and self.sw is None and self.offset is None
-                and self.allowed is None and d.node_offset is None
+                and self.allowed is None and d.node_offset is None and not d.symmetric
                 and bool(np.all(d.kind == 0)))
 
     def _fused_arrays(self):
@@ -530,6 +532,7 @@ class CRFObjective:
             gP = self.sum_per_table(RE)
         else:
             gP = np.asarray(self.EFt @ RE.reshape(b.n_edges, -1)).reshape(self.P_shape)
+        gP = self.design.fold(gP)
         C = self.C
         value = C * float(nll.sum()) + 0.5 * float(w @ w)
         g = np.concatenate([C * gW.ravel(), C * gP.ravel()]) + w

@@ -74,7 +74,7 @@ class DesignSolver:
         """What a warm start must find unchanged: the data's shape and the settings."""
         d = self.design
         return (type(self).__name__, d.batch.n_samples, d.batch.n_nodes, self.W.shape,
-                self.P.shape, self.lam, self.surrogate, d.submodular)
+                self.P.shape, self.lam, self.surrogate, d.submodular, d.symmetric)
 
     def carry(self, old):
         """Continue from ``old``'s state (a warm start; ``old.key() == self.key()``);
@@ -82,6 +82,40 @@ class DesignSolver:
         for name in self.STATE:
             setattr(self, name, getattr(old, name))
         self.scratch["msgs"] = old.scratch["msgs"]
+
+    def relabel(self, old, y_old):
+        """Continue from ``old``'s state (the same data, settings and shapes) after the truth
+        of the training design moved from ``y_old`` to ``self.design.y`` with every
+        node's loss unchanged: CCCP's next convex step, whose imputed states stand
+        for the same labels.  A primal method's state (weights, step schedule) is
+        valid for the new truth as it is."""
+        self.carry(old)
+
+    def truth_shift(self, y_old):
+        """``phi(y) - phi(y_old)`` per node and per sample: ``(node coefficients (N,
+        Kp), pairwise (S, EF, K, K))`` (``y = self.design.y``; pairwise counts
+        credited as the oracle credits them)."""
+        d = self.design
+        D = self.D
+        y = D.y
+        N, Kp = y.shape[0], self.W.shape[1]
+        coef = np.zeros((N, Kp))
+        moved = np.flatnonzero(y != y_old)
+        np.add.at(coef, (moved, D.cmap[y[moved]]), D.csign[y[moved]])
+        np.add.at(coef, (moved, D.cmap[y_old[moved]]), -D.csign[y_old[moved]])
+        b = d.batch
+        pair = np.zeros((b.n_samples,) + self.P.shape)
+        if b.n_edges:
+            e = b.edges
+            owner = np.repeat(np.arange(b.n_samples), np.diff(b.edge_offsets))
+            ef = d.edge_features.tocoo()
+            for lab, sign in ((y, 1.0), (y_old, -1.0)):
+                a, c = lab[e[:, 0]], lab[e[:, 1]]
+                if d.symmetric:
+                    a, c = np.minimum(a, c), np.maximum(a, c)
+                np.add.at(pair, (owner[ef.row], ef.col, a[ef.row], c[ef.row]),
+                          sign * ef.data)
+        return coef, pair
 
     def weights(self):
         raise NotImplementedError
@@ -103,7 +137,7 @@ class DesignSolver:
                            np.zeros(d.batch.n_nodes, np.int64))
             return hinge, ell
         with n_threads(self.n_jobs):
-            hinge_pass(self.D, self.code, 1.0, W, P, sc["U"], sc["Ua"], sc["PE"],
+            hinge_pass(self.D, self.code, 1.0, W, d.tables(P), sc["U"], sc["Ua"], sc["PE"],
                        sc["msgs"].copy(), sc["bp"], sc["lab"].copy(), sc["Sc"], sc["belief"],
                        sc["up"], d.max_nodes, d.max_edges, d.batch.chunks(n_chunks()), hinge,
                        ell)

@@ -562,6 +562,9 @@ def design_error(design):
         return "the model scores edges by edge features rather than by a table per edge type"
     if getattr(design, "submodular", False):
         return "submodular=True constrains the pairwise table, which the method does not"
+    if getattr(design, "symmetric", False):
+        return ("directed=False ties the two halves of the pairwise table, which the "
+                "method does not")
     return None
 
 

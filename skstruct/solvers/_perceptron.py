@@ -17,6 +17,7 @@ protocol, one sample at a time.
 import numpy as np
 
 from .._core._jit import jit
+from ..models._kernels import symmetric_into
 from ..models._oracle import _corner, make_work
 from ._design_solver import DesignSolver
 from ._protocol import ProtocolSolver
@@ -27,9 +28,10 @@ COUNT = 0
 
 @jit
 def perceptron_epoch(D, surrogate, order, W, P, Wu, Pu, state, U, Ua, PE, msgs, bp, lab, Sc,
-                     belief, up, max_nodes, max_edges, mistakes):
+                     belief, up, max_nodes, max_edges, mistakes, Ps):
     """One epoch over ``order``; ``mistakes[s]`` is 1 where sample ``s`` was
-    decoded wrongly (and stepped).  Returns the number of wrongly decoded nodes."""
+    decoded wrongly (and stepped).  Returns the number of wrongly decoded nodes.
+    ``Ps`` (shaped as ``P``) receives the tables of an undirected design."""
     K = U.shape[1]
     Kp = W.shape[1]
     xdata, xind, xptr = D.xdata, D.xind, D.xptr
@@ -39,7 +41,12 @@ def perceptron_epoch(D, surrogate, order, W, P, Wu, Pu, state, U, Ua, PE, msgs, 
     for i in range(order.shape[0]):
         s = order[i]
         c = state[COUNT]
-        _, _, n_trip = _corner(D, s, 1.0, W, P, U, Ua, PE, msgs, bp, lab, Sc, work,
+        if D.sym:
+            symmetric_into(P, 1.0, Ps)
+            Pc = Ps
+        else:
+            Pc = P
+        _, _, n_trip = _corner(D, s, 1.0, W, Pc, U, Ua, PE, msgs, bp, lab, Sc, work,
                                surrogate)
         n_wrong = 0
         for v in range(D.node_offsets[s], D.node_offsets[s + 1]):
@@ -87,6 +94,7 @@ class Perceptron(DesignSolver):
         super().__init__(design, loss_weight, lam=1.0, surrogate="margin", **kwargs)
         self.Wu = np.zeros_like(self.W)
         self.Pu = np.zeros_like(self.P)
+        self.Ps = np.zeros_like(self.P)
         self.state = np.zeros(1)
         self.mistakes = np.zeros(self.n_samples, np.int64)
 
@@ -97,7 +105,7 @@ class Perceptron(DesignSolver):
         wrong = perceptron_epoch(self.D, self.code, order, self.W, self.P, self.Wu, self.Pu,
                                  self.state, sc["U"], sc["Ua"], sc["PE"], sc["msgs"], sc["bp"],
                                  sc["lab"], sc["Sc"], sc["belief"], sc["up"], d.max_nodes,
-                                 d.max_edges, self.mistakes)
+                                 d.max_edges, self.mistakes, self.Ps)
         return int(self.mistakes[order].sum()), int(wrong)
 
     def weights(self):

@@ -290,11 +290,12 @@ class PrimalDual:
         tied = bool(D.tied)
         PE = np.zeros((1, K, K)) if tied else np.empty((b.n_edges, K, K))
         truth = np.zeros(self.chunks.shape[0] - 1)
+        T = np.ascontiguousarray(self.design.tables(P))
         potentials(b.node_offsets, b.edge_offsets, b.edges, D.xdata, D.xind, D.xptr, D.xrow,
                    D.xoff, np.ascontiguousarray(W), D.cmap, D.csign, D.dense, tied, D.pw_index,
-                   D.edata, D.eind, D.eptr, np.ascontiguousarray(P), D.y, D.loss_weight,
+                   D.edata, D.eind, D.eptr, T, D.y, D.loss_weight,
                    self.loss, self.chunks, theta_v, PE, truth)
-        out = (theta_v, P if tied else PE, D.pw_index if tied else self.edge_index,
+        out = (theta_v, T if tied else PE, D.pw_index if tied else self.edge_index,
                float(truth.sum()))
         self._cache = (W, P, out)
         return out
@@ -373,7 +374,7 @@ class PrimalDual:
         p = float(self.p)
         value = self._reg(W, P) + C * (float(terms.sum()) - truth)
         gW = C * gW_parts.sum(axis=0) + np.abs(W) ** (p - 1.0) * np.sign(W)
-        gP = C * gP_parts.sum(axis=0) + np.abs(P) ** (p - 1.0) * np.sign(P)
+        gP = C * self.design.fold(gP_parts.sum(axis=0)) + np.abs(P) ** (p - 1.0) * np.sign(P)
         return value, gW, gP
 
     def key(self):

@@ -14,6 +14,7 @@ from numba import prange
 
 from .._core import n_threads
 from .._core._jit import jit, pjit
+from ..models._kernels import symmetric_into
 from ..models._oracle import _corner, make_work
 from ..models._submodular import project_supermodular
 from ._design_solver import DesignSolver
@@ -77,7 +78,11 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
         stop = min(start + batch_size, n_order)
         B = stop - start
         a = state[A_SCALE]
-        _scaled_copy(Pv, a, Preal)
+        if D.sym:
+            # undirected: Pv holds the upper triangles, the oracle scores the tables
+            symmetric_into(Pv, a, Preal)
+        else:
+            _scaled_copy(Pv, a, Preal)
         if B == 1:
             # a parallel region per sample would cost more than the sample
             _sample(D, order[start], 0, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc, work1,
