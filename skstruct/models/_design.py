@@ -114,7 +114,12 @@ class Design:
         undirected design the symmetric tables ``triu(P) + triu(P, 1).T``."""
         if not self.symmetric:
             return P
-        return symmetric_tables(P)
+        from ._kernels import symmetric_into
+
+        P = np.asarray(P, dtype=np.float64)
+        out = np.empty_like(P)
+        symmetric_into(P, 1.0, out)
+        return out
 
     def fold(self, GP):
         """Pairwise counts ``GP`` (EF, K, K) as gradients of the parameters: unchanged,
@@ -231,14 +236,6 @@ class Design:
     def max_edges(self):
         eo = self.batch.edge_offsets
         return int(np.diff(eo).max()) if eo.shape[0] > 1 else 1
-
-
-def symmetric_tables(P):
-    """``triu(P[f]) + triu(P[f], 1).T`` for every table: the symmetric tables that
-    upper-triangular pairwise parameters stand for (entries below the diagonal are
-    ignored)."""
-    P = np.asarray(P, dtype=np.float64)
-    return np.ascontiguousarray(np.triu(P) + np.swapaxes(np.triu(P, 1), 1, 2))
 
 
 def column_indices(X):

@@ -406,7 +406,7 @@ class BCFW(DesignSolver):
         if self.fused_chain or old.fused_chain:
             return
         self.carry(old)
-        coef, pair = self.truth_shift(y_old)
+        coef, pair = self._truth_shift(y_old)
         inv = 1.0 / (self.lam * self.n_samples)
         D = self.D
         self.A = self.A + inv * coef
@@ -425,6 +425,32 @@ class BCFW(DesignSolver):
         for name in ("A", "Pi", "W", "P", "ell_i"):
             setattr(self, name, scale * getattr(self, name))
         self.state[ELL] = scale * ell
+
+    def _truth_shift(self, y_old):
+        """``phi(y) - phi(y_old)`` per node and per sample: ``(node coefficients (N,
+        Kp), pairwise (S, EF, K, K))`` (``y = self.design.y``; pairwise counts
+        credited as the oracle credits them)."""
+        d = self.design
+        D = self.D
+        y = D.y
+        N, Kp = y.shape[0], self.W.shape[1]
+        coef = np.zeros((N, Kp))
+        moved = np.flatnonzero(y != y_old)
+        np.add.at(coef, (moved, D.cmap[y[moved]]), D.csign[y[moved]])
+        np.add.at(coef, (moved, D.cmap[y_old[moved]]), -D.csign[y_old[moved]])
+        b = d.batch
+        pair = np.zeros((b.n_samples,) + self.P.shape)
+        if b.n_edges:
+            e = b.edges
+            owner = np.repeat(np.arange(b.n_samples), np.diff(b.edge_offsets))
+            ef = d.edge_features.tocoo()
+            for lab, sign in ((y, 1.0), (y_old, -1.0)):
+                a, c = lab[e[:, 0]], lab[e[:, 1]]
+                if d.symmetric:
+                    a, c = np.minimum(a, c), np.maximum(a, c)
+                np.add.at(pair, (owner[ef.row], ef.col, a[ef.row], c[ef.row]),
+                          sign * ef.data)
+        return coef, pair
 
     def pairwise_blocks(self):
         """The pairwise part of every sample's dual block, ``(S, EF, K, K)``."""

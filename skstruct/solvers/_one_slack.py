@@ -493,15 +493,13 @@ class OneSlack(_CuttingPlane, DesignSolver):
                        np.zeros(S), self._lab)
         else:
             hinge_pass(self.D, self.code, 1.0, self.W, d.tables(self.P), sc["U"], sc["Ua"],
-                       sc["PE"],
-                       sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], sc["belief"], sc["up"],
+                       sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], sc["belief"], sc["up"],
                        d.max_nodes, d.max_edges, empty, np.zeros(S), np.zeros(S))
         GW, GP = self._split(np.zeros(self.ws.dim))
         plane_from_labels(self.D, self._lab, 0, 0, 0, 0, 1.0, GW, GP)
         if self.cache.shape[0]:
-            cache_pass(self.D, self.W, self.design.tables(self.P), sc["U"], sc["PE"], self.cache,
-                       self.cache_n,
-                       empty, self._lab, np.zeros(S))
+            cache_pass(self.D, self.W, d.tables(self.P), sc["U"], sc["PE"], self.cache,
+                       self.cache_n, empty, self._lab, np.zeros(S))
             cache_store(self.D.node_offsets[:1], self.D.y, self._lab, self.cache,
                         self.cache_n, self.cache_pos)
         simplex_qp(np.zeros((1, 1)), np.zeros(1), 1.0, np.ones(1), 1, 1e-10, 10)
@@ -549,9 +547,8 @@ class OneSlack(_CuttingPlane, DesignSolver):
                 sc = self.scratch
                 # the TRW-S messages are kept from one call to the next, as BCFW's are
                 hinge_pass(D, self.code, 1.0, self.W, d.tables(self.P), sc["U"], sc["Ua"],
-                           sc["PE"],
-                           sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], sc["belief"], sc["up"],
-                           d.max_nodes, d.max_edges, chunks, hinge, ell)
+                           sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], sc["belief"],
+                           sc["up"], d.max_nodes, d.max_edges, chunks, hinge, ell)
                 lab = sc["lab"]
         g, b = self._plane(lab)
         return g, b, hinge.sum() / S, lab.copy() if self.cache.shape[0] else None
@@ -562,9 +559,9 @@ class OneSlack(_CuttingPlane, DesignSolver):
         sc = self.scratch
         S = self.n_samples
         with n_threads(self.n_jobs):
-            cache_pass(self.D, self.W, self.design.tables(self.P), sc["U"], sc["PE"], self.cache,
-                       self.cache_n,
-                       self.design.batch.chunks(n_chunks()), self._lab, np.zeros(S))
+            cache_pass(self.D, self.W, self.design.tables(self.P), sc["U"], sc["PE"],
+                       self.cache, self.cache_n, self.design.batch.chunks(n_chunks()),
+                       self._lab, np.zeros(S))
         return self._plane(self._lab)
 
     def _store(self, lab):
