@@ -25,6 +25,9 @@ def resolve_model(model, X, y, batched_only=False, design=False, submodular=Fals
     ``(model, None)`` for one of the protocol.  ``submodular``: the
     estimator keeps a model's pairwise tables supermodular when it asks for
     it; the others refuse such a model rather than ignore the request."""
+    if _is_bag(X) or _is_bag(y):
+        raise ValueError("fitting on a dask Bag is supported by NonLocalCRF without an energy "
+                         "only (see skstruct.distributed); give this estimator lists")
     check_sequence(X, "X")
     check_sequence(y, "y")
     if isinstance(model, str):
@@ -54,6 +57,13 @@ def resolve_model(model, X, y, batched_only=False, design=False, submodular=Fals
     if model.has_batched_path():
         return model, model.fit_design(X, y)
     return model.fit(X, y), None
+
+
+def _is_bag(X):
+    """Whether ``X`` is a :class:`dask.bag.Bag` (checked by type name: dask need not be
+    installed)."""
+    t = type(X)
+    return t.__name__ == "Bag" and t.__module__.startswith("dask.bag")
 
 
 def _set_n_features_in(est, model):
@@ -163,6 +173,10 @@ class StructuredEstimatorMixin:
             ``(n_samples, n_labels)`` for multi-label, ``(n_samples,)`` for
             multiclass.
         """
+        if _is_bag(X):
+            from .distributed import map_predict
+
+            return map_predict(self, X, "predict", clamp=clamp, forbidden=forbidden)
         check_is_fitted(self, "coef_")
         if clamp is not None or forbidden is not None:
             from ._decoding import constrained_map
@@ -257,6 +271,10 @@ class StructuredEstimatorMixin:
         ``classes_`` (for :class:`~skstruct.models.MultiLabelModel` an array
         ``(n_labels, 2)`` per sample: off, on).
         """
+        if _is_bag(X):
+            from .distributed import map_predict
+
+            return map_predict(self, X, "predict_marginals", clamp=clamp, forbidden=forbidden)
         from ._decoding import constrained_marginals
 
         check_is_fitted(self, "coef_")
@@ -302,6 +320,10 @@ class StructuredEstimatorMixin:
 
         A label never seen in ``fit`` counts as an error.
         """
+        if _is_bag(X):
+            from .distributed import score
+
+            return score(self, X, y)
         from .metrics import hamming_accuracy
 
         return hamming_accuracy(y, self.predict(X))

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 from ._base import (
     C_RANGE,
     StructuredEstimatorMixin,
+    _is_bag,
     _refuse_latent_constraints,
     _set_n_features_in,
     resolve_model,
@@ -385,6 +386,12 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         """
         from .solvers._crf import CRFObjective, fit_crf_lbfgs, seen_pairs
 
+        if _is_bag(X):
+            if X_val is not None or y_val is not None:
+                raise ValueError("X_val and y_val are not supported with a dask Bag")
+            from .distributed import fit_crf
+
+            return fit_crf(self, X, y)
         self._check_params()
         given_val = self._check_validation_data(X_val, y_val)
         rng = check_random_state(self.random_state)
@@ -663,6 +670,10 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         ``(n_labels, 2)`` per sample (off, on); for
         :class:`~skstruct.models.MulticlassModel` ``(1, n_classes)``.
         """
+        if _is_bag(X):
+            from .distributed import map_predict
+
+            return map_predict(self, X, "predict_marginals", clamp=clamp, forbidden=forbidden)
         from .inference import marginals_batch
 
         if clamp is not None or forbidden is not None:
