@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._base import (
     C_RANGE,
     StructuredEstimatorMixin,
+    _is_bag,
     _set_n_features_in,
     loss_weights,
     resolve_model,
@@ -232,7 +233,9 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X, y : as for :meth:`skstruct.StructuredSVM.fit`.
+        X, y : as for :meth:`skstruct.StructuredSVM.fit`; or dask Bags of samples and
+            label arrays, partitioned alike, to fit on a dask cluster (the messages live
+            on the workers; see the user guide's "Training on a dask cluster").
 
         Returns
         -------
@@ -241,11 +244,34 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         from .solvers._primal_dual import PrimalDual, counting_numbers
 
         self._check_params()
+        if _is_bag(X):
+            from .distributed import fit_approx
+
+            return fit_approx(self, X, y)
         model, (design, _) = resolve_model(self.model, X, y, batched_only=True, design=True)
+        self._check_model(model)
+        self._check_labels(design)
+        self.model_ = model
+        self.classes_ = model.classes_
+        c_node, c_edge = counting_numbers(design, self.counting_numbers)
+        solver = PrimalDual(design, self._context_lw(design), c_node, c_edge,
+                            **self._solver_params())
+        old = getattr(self, "_solver", None)
+        if self.warm_start and old is not None and old.key() == solver.key():
+            solver.carry(old)
+        # one call compiles (or loads) every kernel, outside the timed loop
+        solver.value_and_grad(solver.W, solver.P, solver.lam)
+        self._run(solver)
+        self._solver = solver
+        return self
+
+    def _check_model(self, model):
         if getattr(model, "latent", False):
             raise ValueError("ApproxStructuredPredictor does not learn hidden states or hidden "
                              "nodes: use LatentStructuredSVM, or NonLocalCRF on chains and "
                              "trees")
+
+    def _check_labels(self, design):
         if np.any(design.y < 0):
             v = int(np.flatnonzero(design.y < 0)[0])
             s = int(np.searchsorted(design.batch.node_offsets, v, side="right") - 1)
@@ -253,20 +279,19 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
                              "unknown label (None); ApproxStructuredPredictor needs every "
                              "label: use NonLocalCRF (marginalises unknown labels), "
                              "StructuredSVM or LatentStructuredSVM")
-        self.model_ = model
-        self.classes_ = model.classes_
-        c_node, c_edge = counting_numbers(design, self.counting_numbers)
-        solver = PrimalDual(design, self._context_lw(design), c_node, c_edge,
-                            epsilon=self.epsilon, p=self.p, C=self.C, loss=self.loss is not None,
-                            direction=self.solver, step_size=self.step_size,
-                            message_passes=self.message_passes)
-        old = getattr(self, "_solver", None)
-        if self.warm_start and old is not None and old.key() == solver.key():
-            solver.carry(old)
+
+    def _solver_params(self):
+        """:class:`~skstruct.solvers._primal_dual.PrimalDual`'s settings."""
+        return dict(epsilon=self.epsilon, p=self.p, C=self.C, loss=self.loss is not None,
+                    direction=self.solver, step_size=self.step_size,
+                    message_passes=self.message_passes)
+
+    def _run(self, solver):
+        """Iterate ``solver`` to ``tol`` or ``max_iter`` and store the fitted attributes
+        (``model_`` and ``classes_`` already set)."""
         hist = {"objective": [], "seconds": []}
-        # one call compiles (or loads) every kernel, outside the timed loop
-        solver.value_and_grad(solver.W, solver.P, solver.lam)
         prev = None
+        restarts = solver.restarts
         for _ in range(self.max_iter):
             t0 = time.perf_counter()
             with n_threads(self.n_jobs):
@@ -278,14 +303,18 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
             if self.verbose:
                 print(f"iter {solver.n_iter:4d}  {solver.seconds:8.3f} s  objective "
                       f"{new_value:.8g}", flush=True)
+            if solver.restarts != restarts:
+                # part of the messages started anew: the objective jumped, which says
+                # nothing about convergence
+                restarts, prev = solver.restarts, None
+                continue
             if prev is not None and prev - new_value <= self.tol * max(abs(new_value), 1.0):
                 break
             prev = new_value
-        self._solver = solver
         self._W, self._P = solver.weights()
         self.coef_ = np.concatenate([self._W.ravel(), self._P.ravel()])
         self.n_iter_ = solver.n_iter
-        _set_n_features_in(self, model)
+        _set_n_features_in(self, self.model_)
         self.history_ = {k: np.asarray(v, dtype=np.float64) for k, v in hist.items()}
         return self
 

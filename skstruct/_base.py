@@ -25,9 +25,7 @@ def resolve_model(model, X, y, batched_only=False, design=False, submodular=Fals
     ``(model, None)`` for one of the protocol.  ``submodular``: the
     estimator keeps a model's pairwise tables supermodular when it asks for
     it; the others refuse such a model rather than ignore the request."""
-    if _is_bag(X) or _is_bag(y):
-        raise ValueError("fitting on a dask Bag is supported by NonLocalCRF without an energy "
-                         "only (see skstruct.distributed); give this estimator lists")
+    refuse_bags(X, y)
     check_sequence(X, "X")
     check_sequence(y, "y")
     if isinstance(model, str):
@@ -57,6 +55,15 @@ def resolve_model(model, X, y, batched_only=False, design=False, submodular=Fals
     if model.has_batched_path():
         return model, model.fit_design(X, y)
     return model.fit(X, y), None
+
+
+def refuse_bags(X, y):
+    """A clear error for an estimator that does not fit on dask Bags."""
+    if _is_bag(X) or _is_bag(y):
+        raise ValueError("fitting on a dask Bag is supported by NonLocalCRF without an "
+                         "energy, ApproxStructuredPredictor and StructuredSVM (solver 'bcfw' "
+                         "or 'subgradient') only (see skstruct.distributed); give this "
+                         "estimator lists")
 
 
 def _is_bag(X):

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import StructuredEstimatorMixin, _set_n_features_in
+from ._base import StructuredEstimatorMixin, _set_n_features_in, refuse_bags
 from ._core import n_threads
 from ._core._decoders import EXACT_DECODERS
 from ._core._params import Interval, Options, validate_params
@@ -221,6 +221,7 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         self
         """
         validate_params(self)
+        refuse_bags(X, y)
         rng = check_random_state(self.random_state)
         svm = self._svm(rng)
         model = self._model(svm, X, y)

@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from ._base import (
     C_RANGE,
     StructuredEstimatorMixin,
+    _is_bag,
     _set_n_features_in,
     loss_weights,
     resolve_model,
@@ -291,22 +292,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         batched, protocol = SSVM_SOLVERS[self.solver]
         extra = {"batch_size": self.batch_size} if self.solver == "subgradient" else {}
         if design is not None:
-            # partly labelled samples: the SSVM learns on their labelled parts
-            design = design.drop_unknown()
-            self._check_structure(design)
-            codes = design.y
-            if design.lgroup is not None:
-                # states: the loss weighs the label each stands for (hidden nodes: none)
-                K = model.classes_.shape[0]
-                codes = design.lgroup[codes]
-                codes = np.where(codes < K, codes, -1)
-            lw = np.append(loss_weights(self.class_weight, model.classes_, codes), 0.0)[codes]
-            if self.loss == "normalized_hamming":
-                lw = lw / np.repeat(np.maximum(design.batch.lengths, 1), design.batch.lengths)
-            if loss_free is not None:
-                lw = np.where(loss_free, 0.0, lw)
-            if self.surrogate == "lp":
-                design.kind = np.full_like(design.kind, TRWS)
+            design, lw = self._prepared(model, design, loss_free)
             lam = 1.0 / (self.C * design.batch.n_samples)
             solver = batched(design, lw, lam=lam, surrogate=self.surrogate,
                              averaging=self.averaging, inference_iter=self.inference_iter,
@@ -320,6 +306,26 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if self.warm_start and old is not None and old.key() == solver.key():
             solver.carry(old)
         return solver
+
+    def _prepared(self, model, design, loss_free=None):
+        """The design a solver learns on (partly labelled samples reduced to their
+        labelled parts) and every node's loss weight."""
+        design = design.drop_unknown()
+        self._check_structure(design)
+        codes = design.y
+        if design.lgroup is not None:
+            # states: the loss weighs the label each stands for (hidden nodes: none)
+            K = model.classes_.shape[0]
+            codes = design.lgroup[codes]
+            codes = np.where(codes < K, codes, -1)
+        lw = np.append(loss_weights(self.class_weight, model.classes_, codes), 0.0)[codes]
+        if self.loss == "normalized_hamming":
+            lw = lw / np.repeat(np.maximum(design.batch.lengths, 1), design.batch.lengths)
+        if loss_free is not None:
+            lw = np.where(loss_free, 0.0, lw)
+        if self.surrogate == "lp":
+            design.kind = np.full_like(design.kind, TRWS)
+        return design, lw
 
     def fit(self, X, y):
         """Learn the weights.
@@ -340,12 +346,19 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             it are left out of the loss and the constraints (learning uses the
             labelled part of each sample; see also
             :class:`~skstruct.LatentStructuredSVM`, which imputes them).
+            With ``solver="subgradient"`` or ``"bcfw"``, ``X`` and ``y`` may also be dask
+            Bags, partitioned alike, to fit on a dask cluster (``"bcfw"`` then runs a
+            parallel variant; see the user guide's "Training on a dask cluster").
 
         Returns
         -------
         self
         """
         self._check_params()
+        if _is_bag(X):
+            from .distributed import fit_ssvm
+
+            return fit_ssvm(self, X, y)
         if isinstance(self.model, StructuredModel) and not self.model.has_batched_path():
             # before the model's own initialize sees them
             _sample_lists(X, y)

@@ -1,13 +1,15 @@
 """Fitting and predicting on a dask cluster (a LocalCluster of two worker processes on
 loopback): the distributed fit against the local fit on the same data."""
 
+import os
 import pickle
+import signal
 
 import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV
 
-from skstruct import NonLocalCRF, StructuredSVM
+from skstruct import ApproxStructuredPredictor, LatentStructuredSVM, NonLocalCRF, StructuredSVM
 from skstruct.energies import NearestStatistic
 from tests.test_partial_labels import chain_data, hide
 
@@ -93,6 +95,14 @@ def test_predict_marginals_and_score_on_a_bag(client):
     assert est.score(Xb, yb) == pytest.approx(est.score(X, y), rel=1e-12)
     svm = StructuredSVM(C=1.0, max_iter=20, random_state=0).fit(X, y)
     assert svm.score(Xb, yb) == pytest.approx(svm.score(X, y), rel=1e-12)
+    # a clamp per sample is split along the partitions; forbidden pairs go whole
+    clamp = [{0: lab[0]} if i % 3 == 0 else None for i, lab in enumerate(y)]
+    forbidden = [(est.classes_[0], est.classes_[1])]
+    got = est.predict(Xb, clamp=clamp, forbidden=forbidden).compute()
+    want = est.predict(X, clamp=clamp, forbidden=forbidden)
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    with pytest.raises(ValueError, match="one entry per sample of the Bag"):
+        est.predict(Xb, clamp=clamp[:-1])
 
 
 def test_bad_bags_and_unsupported_settings(client):
@@ -104,11 +114,86 @@ def test_bad_bags_and_unsupported_settings(client):
         NonLocalCRF(max_iter=2).fit(Xb, db.from_sequence(y, npartitions=2))
     with pytest.raises(ValueError, match="energy=None"):
         NonLocalCRF(max_iter=2, energy=NearestStatistic()).fit(Xb, yb)
-    with pytest.raises(ValueError, match="NonLocalCRF without an energy only"):
-        StructuredSVM(max_iter=2).fit(Xb, yb)
+    with pytest.raises(ValueError, match="solver='bcfw'"):
+        StructuredSVM(max_iter=2, solver="one_slack").fit(Xb, yb)
+    with pytest.raises(ValueError, match="warm_start"):
+        StructuredSVM(max_iter=2, warm_start=True).fit(Xb, yb)
+    with pytest.raises(ValueError, match="warm_start"):
+        ApproxStructuredPredictor(max_iter=2, warm_start=True).fit(Xb, yb)
+    with pytest.raises(ValueError, match="balanced"):
+        ApproxStructuredPredictor(max_iter=2, class_weight="balanced").fit(Xb, yb)
+    with pytest.raises(ValueError, match="supported by NonLocalCRF without an energy, "):
+        LatentStructuredSVM(StructuredSVM(), max_iter=2).fit(Xb, yb)
+    # an unknown label deep in a partition: the error names the partition and the sample
+    with pytest.raises(ValueError, match=r"partition 1: sample 1: node 0 has an unknown label"):
+        y_bad = list(y)
+        y_bad[21] = hide([y[21]], [[0]])[0]
+        ApproxStructuredPredictor(max_iter=2).fit(Xb, db.from_sequence(y_bad, npartitions=3))
     with pytest.raises(ValueError, match="fully labelled"):
         NonLocalCRF(max_iter=2).fit(Xb, db.from_sequence(hide(y[:1], [[0]]) + y[1:],
                                                           npartitions=3))
+
+
+@pytest.mark.parametrize("settings", [
+    dict(epsilon=1.0, counting_numbers="bethe", loss=None),      # a CRF; trial sweeps
+    dict(epsilon=0.1, counting_numbers="convex", C=0.5),
+])
+def test_distributed_primal_dual_follows_the_local_fit(client, settings):
+    """Messages on the workers, the step on the client: the local fit's objective at
+    every iteration, its iteration count and weights."""
+    X, y = data()
+    local = ApproxStructuredPredictor(max_iter=20, tol=0.0, **settings).fit(X, y)
+    dist = ApproxStructuredPredictor(max_iter=20, tol=0.0, **settings).fit(*bags(X, y, 4))
+    assert dist.n_iter_ == local.n_iter_ == 20
+    np.testing.assert_allclose(dist.history_["objective"], local.history_["objective"],
+                               rtol=1e-6)
+    np.testing.assert_allclose(dist.coef_, local.coef_, rtol=1e-5, atol=1e-7)
+    assert np.all(dist.history_["bytes_sent"] > 0)
+
+
+def test_distributed_primal_dual_on_grids(client):
+    """Loopy graphs (one sweep direction per iteration, alternating on every worker as
+    locally)."""
+    from skstruct.datasets import make_binary_denoising
+
+    g = make_binary_denoising(6, 12, noise=1.0, random_state=0)
+    X, y = list(g.X), list(g.y)
+    settings = dict(epsilon=0.5, counting_numbers="trw", max_iter=15, tol=0.0)
+    local = ApproxStructuredPredictor(**settings).fit(X, y)
+    dist = ApproxStructuredPredictor(**settings).fit(*bags(X, y, 3))
+    np.testing.assert_allclose(dist.history_["objective"], local.history_["objective"],
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize("averaging", [False, True])
+def test_distributed_subgradient_takes_the_local_steps(client, averaging):
+    """The same mini-batches (drawn by the client as the local fit draws them), their
+    oracles on the workers, the step on the client: the local primal at every pass."""
+    X, y = data()
+    settings = dict(solver="subgradient", batch_size=8, sample_order="perm", max_iter=6,
+                    check_every=1, averaging=averaging, random_state=0, C=2.0)
+    local = StructuredSVM(**settings).fit(X, y)
+    dist = StructuredSVM(**settings).fit(*bags(X, y, 3))
+    np.testing.assert_allclose(dist.history_["primal"], local.history_["primal"], rtol=1e-6)
+    np.testing.assert_allclose(dist.coef_, local.coef_, rtol=1e-6, atol=1e-9)
+
+
+def test_parallel_bcfw_brackets_the_sequential_optimum(client):
+    """The parallel variant's dual never decreases, and its certified interval [dual,
+    primal] and the sequential solver's both contain the optimum: they overlap, and
+    each is within 2% of it."""
+    X, y = data()
+    settings = dict(solver="bcfw", C=1.0, max_iter=250, check_every=10, random_state=0,
+                    tol=0.0, averaging=False)
+    seq = StructuredSVM(**settings).fit(X, y)
+    par = StructuredSVM(**settings).fit(*bags(X, y, 4))
+    dual = par.history_["dual"]
+    assert np.all(np.diff(dual) >= -1e-9 * abs(dual[-1]))
+    lo = max(seq.history_["dual"][-1], dual[-1])
+    hi = min(seq.history_["primal"][-1], par.history_["primal"][-1])
+    assert lo <= hi + 1e-9
+    for est in (seq, par):
+        assert est.history_["gap"][-1] <= 0.02 * est.history_["primal"][-1]
 
 
 def test_grid_search_on_the_cluster(client):
@@ -124,3 +209,74 @@ def test_grid_search_on_the_cluster(client):
     assert dist.best_params_ == local.best_params_
     np.testing.assert_allclose(dist.cv_results_["mean_test_score"],
                                local.cv_results_["mean_test_score"], rtol=1e-9)
+
+
+# ------------------------------------------------------- losing a worker (runs last: the
+# cluster's nannies restart the killed worker, on a new address)
+def kill_at(round_, partition=0):
+    """A hook that kills, after round ``round_``, the worker process holding
+    ``partition``'s state (SIGKILL: no goodbye to the scheduler)."""
+    seen = {}
+
+    def hook(workers):
+        seen["workers"] = workers
+        if workers.n_rounds == round_:
+            where = workers.where[partition]
+            pid = workers.client.run(os.getpid, workers=[where])[where]
+            os.kill(pid, signal.SIGKILL)
+            seen["killed"] = where
+    return hook, seen
+
+
+@pytest.fixture
+def lose_a_worker(monkeypatch):
+    from skstruct import distributed as skd
+
+    monkeypatch.setattr(skd, "_PATIENCE", 0.5)
+
+    def arm(round_):
+        hook, seen = kill_at(round_)
+        monkeypatch.setattr(skd, "_after_call", hook)
+        return seen
+    return arm
+
+
+def test_a_lost_worker_does_not_change_the_crf(client, lose_a_worker):
+    """Its partitions are recomputed from the Bag's graph and packed again elsewhere;
+    the L-BFGS iterates do not notice."""
+    X, y = data()
+    local = NonLocalCRF(C=2.0, max_iter=25, tol=0.0).fit(X, y)
+    seen = lose_a_worker(6)
+    dist = NonLocalCRF(C=2.0, max_iter=25, tol=0.0).fit(*bags(X, y, 4))
+    assert "killed" in seen and seen["workers"].restarts >= 1
+    np.testing.assert_allclose(dist.history_["objective"], local.history_["objective"],
+                               rtol=1e-6)
+
+
+def test_a_lost_worker_restarts_its_messages(client, lose_a_worker):
+    """The messages of the lost partitions start again from zero; the fit converges to
+    the local fit's optimum (convex counting numbers: one optimum)."""
+    X, y = data()
+    settings = dict(epsilon=1.0, counting_numbers="convex", max_iter=300, tol=1e-10)
+    local = ApproxStructuredPredictor(**settings).fit(X, y)
+    seen = lose_a_worker(8)
+    dist = ApproxStructuredPredictor(**settings).fit(*bags(X, y, 4))
+    assert "killed" in seen and seen["workers"].restarts >= 1
+    assert dist.history_["objective"][-1] == pytest.approx(local.history_["objective"][-1],
+                                                           rel=1e-6)
+
+
+def test_a_lost_worker_keeps_the_weights_the_sum_of_the_blocks(client, lose_a_worker):
+    """The lost partitions' dual blocks are reset to 0 and their share taken out of the
+    weights: the dual stays a valid lower bound, and the fit still brackets the
+    sequential optimum."""
+    X, y = data()
+    settings = dict(solver="bcfw", C=1.0, max_iter=250, check_every=10, random_state=0,
+                    tol=0.0, averaging=False)
+    seq = StructuredSVM(**settings).fit(X, y)
+    seen = lose_a_worker(40)
+    par = StructuredSVM(**settings).fit(*bags(X, y, 4))
+    assert "killed" in seen and seen["workers"].restarts >= 1
+    assert max(seq.history_["dual"][-1], par.history_["dual"][-1]) <= min(
+        seq.history_["primal"][-1], par.history_["primal"][-1]) + 1e-9
+    assert par.history_["gap"][-1] <= 0.02 * par.history_["primal"][-1]

@@ -259,6 +259,8 @@ class PrimalDual:
         self.g_prev = None
         self.n_iter = 0
         self.seconds = 0.0
+        # times the state was partly reset (a distributed fit that lost a worker)
+        self.restarts = 0
         self.c_node, self.c_edge = c_node, c_edge
         self.nonconvex = bool(np.any(c_node < 0) or np.any(c_edge < 0))
         # chains and trees get a symmetric sweep (exact in one for Bethe)
@@ -337,6 +339,11 @@ class PrimalDual:
             return (np.sum(np.abs(W) ** p) + np.sum(np.abs(P) ** p)) / p
 
     def value(self, W, P, lam):
+        return self._reg(W, P) + self.data_value(W, P, lam)
+
+    def data_value(self, W, P, lam):
+        """``C`` times the data term at ``W, P, lam`` (no regulariser): what these
+        samples add to the objective."""
         if self._cache is not None and self._cache[0] is W and self._cache[1] is P:
             truth, terms, _, _ = self._terms(W, P, lam, False)
         else:
@@ -352,12 +359,19 @@ class PrimalDual:
                         np.ascontiguousarray(P), D.y, D.loss_weight, self.loss, self.c_node,
                         self.c_edge, self.eps, lam, self.chunks, terms, parts)
             truth = float(parts.sum())
-        return self._reg(W, P) + self.C * (float(terms.sum()) - truth)
+        return self.C * (float(terms.sum()) - truth)
 
     def beliefs(self, W, P, lam):
         return self._terms(W, P, lam, True)[2]
 
     def value_and_grad(self, W, P, lam):
+        value, gW, gP = self.data_value_and_grad(W, P, lam)
+        p = float(self.p)
+        return (self._reg(W, P) + value, gW + np.abs(W) ** (p - 1.0) * np.sign(W),
+                gP + np.abs(P) ** (p - 1.0) * np.sign(P))
+
+    def data_value_and_grad(self, W, P, lam):
+        """:meth:`data_value` and its gradient in ``W, P``."""
         theta_v, tables, pwi, truth = self._theta(W, P)
         D = self.D
         b = self.design.batch
@@ -371,11 +385,8 @@ class PrimalDual:
                     D.y, D.xdata, D.xind, D.xptr, D.xrow, D.xoff, D.cmap, D.csign, bool(D.tied),
                     D.edata, D.eind, D.eptr, self.chunks, terms, gW_parts, gP_parts)
         C = self.C
-        p = float(self.p)
-        value = self._reg(W, P) + C * (float(terms.sum()) - truth)
-        gW = C * gW_parts.sum(axis=0) + np.abs(W) ** (p - 1.0) * np.sign(W)
-        gP = C * self.design.fold(gP_parts.sum(axis=0)) + np.abs(P) ** (p - 1.0) * np.sign(P)
-        return value, gW, gP
+        return (C * (float(terms.sum()) - truth), C * gW_parts.sum(axis=0),
+                C * self.design.fold(gP_parts.sum(axis=0)))
 
     def key(self):
         """What a warm start must find unchanged."""
@@ -398,6 +409,21 @@ class PrimalDual:
 
     def weights(self):
         return self.W.copy(), self.P.copy()
+
+    def _trial_messages(self, W, P):
+        """The messages a line-search trial at ``W, P`` is judged at."""
+        if not self.nonconvex:
+            return self.lam
+        # with negative counting numbers F is not bounded below in the messages, so F
+        # at stale messages is no upper bound and a step could exploit them: judge the
+        # trial at messages swept for it
+        lam = self.lam.copy()
+        self.sweep(W, P, lam, self.message_passes)
+        return lam
+
+    def _adopt(self, lam):
+        """Keep the messages of the accepted trial."""
+        self.lam = lam
 
     def _direction(self, g):
         """Descent direction: ``-g``, or L-BFGS's two-loop estimate of
@@ -452,16 +478,11 @@ class PrimalDual:
         for _ in range(60):
             W = self.W + eta * dW
             P = self.P + eta * dP
-            lam = self.lam
-            if self.nonconvex:
-                # with negative counting numbers F is not bounded below in the
-                # messages, so F at stale messages is no upper bound and a step
-                # could exploit them: judge the trial at messages swept for it
-                lam = lam.copy()
-                self.sweep(W, P, lam, self.message_passes)
+            lam = self._trial_messages(W, P)
             trial = self.value(W, P, lam)
             if trial <= value + 1e-4 * eta * slope:
-                self.W, self.P, self.lam = W, P, lam
+                self.W, self.P = W, P
+                self._adopt(lam)
                 if quasi_newton:
                     self.qn_step = eta
                 else:

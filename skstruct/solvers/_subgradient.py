@@ -54,6 +54,50 @@ def _sample(D, s, j, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate
         trips[j, 3, q] = work.trip_w[q]
 
 
+@jit
+def _add_corner(D, s, j, coef, zc, Wv, Wz, Pv, Pz, Sc, trips, n_trips):
+    """``Wv, Pv += coef * d`` and ``Wz, Pz += zc * d``, ``d`` the direction of sample
+    ``s``'s corner (node coefficients ``Sc``, triplets in slot ``j``)."""
+    Kp = Wv.shape[1]
+    xdata, xind, xptr = D.xdata, D.xind, D.xptr
+    edata, eind, eptr = D.edata, D.eind, D.eptr
+    for v in range(D.node_offsets[s], D.node_offsets[s + 1]):
+        o = D.xoff[v]
+        r = D.xrow[v]
+        for p in range(xptr[r], xptr[r + 1]):
+            f = xind[p] + o
+            x = xdata[p]
+            for c in range(Kp):
+                d = x * Sc[v, c]
+                Wv[f, c] += coef * d
+                Wz[f, c] += zc * d
+    for q in range(n_trips[j]):
+        e = int(trips[j, 0, q])
+        ta = int(trips[j, 1, q])
+        tb = int(trips[j, 2, q])
+        wq = trips[j, 3, q]
+        for p in range(eptr[e], eptr[e + 1]):
+            d = wq * edata[p]
+            Pv[eind[p], ta, tb] += coef * d
+            Pz[eind[p], ta, tb] += zc * d
+
+
+@pjit
+def subgradient_sum(D, surrogate, idx, W, Preal, U, Ua, PE, msgs, bp, lab, Sc, trips, n_trips,
+                    hinge, belief, up, max_nodes, max_edges, gW, gP):
+    """The corners of the samples ``idx`` at ``W, Preal`` (the tables), in parallel:
+    their hinges into ``hinge`` and the sum of their descent directions into ``gW, gP``
+    (``P``'s form).  A mini-batch's share for a step taken elsewhere."""
+    K = U.shape[1]
+    B = idx.shape[0]
+    for j in prange(B):
+        work = make_work(K, max_nodes, max_edges, belief, up)
+        _sample(D, idx[j], j, 1.0, W, Preal, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate,
+                trips, n_trips, hinge)
+    for j in range(B):
+        _add_corner(D, idx[j], j, 1.0, 0.0, gW, gW, gP, gP, Sc, trips, n_trips)
+
+
 @pjit
 def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, Wz, Pz, state,
                       Preal, U, Ua, PE, msgs, bp, lab, Sc, trips, n_trips, belief, up,
@@ -68,9 +112,6 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
     feasible iterates stay feasible."""
     n_order = order.shape[0]
     K = U.shape[1]
-    Kp = Wv.shape[1]
-    xdata, xind, xptr = D.xdata, D.xind, D.xptr
-    edata, eind, eptr = D.edata, D.eind, D.eptr
     hinge = np.zeros(batch_size)
     work1 = make_work(K, max_nodes, max_edges, belief, up)
     total = 0.0
@@ -111,26 +152,7 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
         else:
             zc = 0.0
         for j in range(B):
-            s = order[start + j]
-            for v in range(D.node_offsets[s], D.node_offsets[s + 1]):
-                o = D.xoff[v]
-                r = D.xrow[v]
-                for p in range(xptr[r], xptr[r + 1]):
-                    f = xind[p] + o
-                    x = xdata[p]
-                    for c in range(Kp):
-                        d = x * Sc[v, c]
-                        Wv[f, c] += coef * d
-                        Wz[f, c] += zc * d
-            for q in range(n_trips[j]):
-                e = int(trips[j, 0, q])
-                ta = int(trips[j, 1, q])
-                tb = int(trips[j, 2, q])
-                wq = trips[j, 3, q]
-                for p in range(eptr[e], eptr[e + 1]):
-                    d = wq * edata[p]
-                    Pv[eind[p], ta, tb] += coef * d
-                    Pz[eind[p], ta, tb] += zc * d
+            _add_corner(D, order[start + j], j, coef, zc, Wv, Wz, Pv, Pz, Sc, trips, n_trips)
         if project:
             # the move to the cone, in v-units, is offset in z like a step
             project_supermodular(Pv, Preal, mu)
@@ -211,6 +233,31 @@ class Subgradient(DesignSolver):
                                      sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], self.trips,
                                      self.n_trips, sc["belief"], sc["up"], d.max_nodes,
                                      d.max_edges, bool(d.submodular), self.mu)
+
+    def corner_sum(self, W, P, idx):
+        """Hinge sum and summed descent direction ``(gW, gP)`` of the samples ``idx`` at
+        ``W, P``: a share of a mini-batch whose step is taken elsewhere (the weights
+        and averages of this solver are not touched)."""
+        idx = np.ascontiguousarray(idx, dtype=np.int64)
+        if idx.shape[0] > self.trips.shape[0]:
+            self.trips = np.zeros((idx.shape[0],) + self.trips.shape[1:])
+            self.n_trips = np.zeros(idx.shape[0], np.int64)
+        sc = self.scratch
+        d = self.design
+        Preal = np.empty_like(P)
+        if self.D.sym:
+            symmetric_into(P, 1.0, Preal)
+        else:
+            Preal[...] = P
+        hinge = np.zeros(idx.shape[0])
+        gW = np.zeros_like(W)
+        gP = np.zeros_like(P)
+        with n_threads(self.n_jobs):
+            subgradient_sum(self.D, self.code, idx, np.ascontiguousarray(W), Preal, sc["U"],
+                            sc["Ua"], sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"],
+                            self.trips, self.n_trips, hinge, sc["belief"], sc["up"],
+                            d.max_nodes, d.max_edges, gW, gP)
+        return float(hinge.sum()), gW, gP
 
     def weights(self):
         """The weighted average of the iterates, or the last iterate."""
