@@ -163,7 +163,9 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         Node features of the training data.
     history_ : dict of arrays
         ``"objective"`` (the objective above, per iteration, after its
-        parameter step) and ``"seconds"`` (cumulative training time).
+        parameter step) and ``"seconds"`` (cumulative training time); fitted
+        on a dask Bag, also ``"bytes_sent"`` and ``"bytes_received"``, the
+        payload per iteration (mean).
 
     Examples
     --------

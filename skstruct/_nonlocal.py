@@ -213,7 +213,9 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         ``"objective"`` of the base CRF per iteration and ``"seconds"``, the
         training time up to it (cumulative); with an energy also
         ``"psi_mean"``, the mean weight over training samples per epoch / outer
-        iteration, and ``"energy_seconds"``, the energy learning's time up to it.
+        iteration, and ``"energy_seconds"``, the energy learning's time up to it;
+        fitted on a dask Bag, also ``"bytes_sent"`` and ``"bytes_received"``, the
+        payload per iteration (mean).
     n_features_in_ : int
         Node features of the training data.
 

@@ -170,7 +170,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     history_ : dict of ndarray
         Per checked pass: ``"pass"``, ``"primal"``, ``"dual"`` (BCFW; NaN-free:
         the subgradient solver reports no dual and no gap), ``"gap"``,
-        ``"seconds"`` (cumulative training time, checks excluded).
+        ``"seconds"`` (cumulative training time, checks excluded); fitted on a
+        dask Bag, also ``"bytes_sent"`` and ``"bytes_received"``, the payload
+        per pass (mean).
     gap_estimates_ : ndarray of shape (passes of this fit,)
         BCFW only: for every pass of the last call to ``fit``, the sum of
         the per-block Frank-Wolfe gaps met during it.  Each is evaluated at

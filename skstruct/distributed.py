@@ -195,6 +195,12 @@ class _CRFPart:
         from .solvers._crf import CRFObjective
 
         design, _ = _partition_design(est._design, part, index)
+        if np.any(design.y < 0):
+            v = int(np.flatnonzero(design.y < 0)[0])
+            s = int(np.searchsorted(design.batch.node_offsets, v, side="right") - 1)
+            raise ValueError(f"partition {index}: sample {s}: node "
+                             f"{v - design.batch.node_offsets[s]} has an unknown label (None); "
+                             "NonLocalCRF on a dask Bag needs fully labelled samples")
         self.obj = CRFObjective(design, est.C)
         self.n_unary = design.n_features_total * design.n_columns
         self.n_columns = design.n_columns
@@ -476,11 +482,12 @@ def _setup(est, X, y, models):
     return client, data, model, made, counts
 
 
-def _history(hist, workers, n):
-    """The payload bytes of the fit's ``n`` iterations, as their mean per iteration
-    (the packing round and line-search trials included)."""
-    hist["bytes_sent"] = np.full(n, workers.bytes_out / max(n, 1))
-    hist["bytes_received"] = np.full(n, workers.bytes_in / max(n, 1))
+def _history(hist, workers, n_entries, n_iter):
+    """The payload bytes of the fit's ``n_iter`` iterations (or passes), as their mean
+    per iteration (the packing round, line-search trials and objective checks
+    included), for ``history_``'s ``n_entries`` entries."""
+    hist["bytes_sent"] = np.full(n_entries, workers.bytes_out / max(n_iter, 1))
+    hist["bytes_received"] = np.full(n_entries, workers.bytes_in / max(n_iter, 1))
 
 
 # --------------------------------------------------------------------- the CRF
@@ -535,7 +542,7 @@ def fit_crf(est, X, y):
     est.psi_coef_ = None
     est.mean_map_ = None
     est.history_ = {k: np.asarray(v, np.float64) for k, v in hist.items()}
-    _history(est.history_, workers, len(est.history_["objective"]))
+    _history(est.history_, workers, len(est.history_["objective"]), est.n_iter_)
     return est
 
 
@@ -628,7 +635,7 @@ def fit_approx(est, X, y):
     finally:
         workers.close()
     est._solver = None
-    _history(est.history_, workers, len(est.history_["objective"]))
+    _history(est.history_, workers, len(est.history_["objective"]), est.n_iter_)
     return est
 
 
@@ -779,7 +786,7 @@ def fit_ssvm(est, X, y):
     finally:
         workers.close()
     est._solver = None
-    _history(est.history_, workers, len(est.history_["pass"]))
+    _history(est.history_, workers, len(est.history_["pass"]), est.n_iter_)
     return est
 
 

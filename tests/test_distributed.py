@@ -125,6 +125,10 @@ def test_bad_bags_and_unsupported_settings(client):
     with pytest.raises(ValueError, match="supported by NonLocalCRF without an energy, "):
         LatentStructuredSVM(StructuredSVM(), max_iter=2).fit(Xb, yb)
     # an unknown label deep in a partition: the error names the partition and the sample
+    y_bad = list(y)
+    y_bad[21] = hide([y[21]], [[0]])[0]
+    with pytest.raises(ValueError, match=r"partition 1: sample 1: node 0 has an unknown"):
+        NonLocalCRF(max_iter=2).fit(Xb, db.from_sequence(y_bad, npartitions=3))
     with pytest.raises(ValueError, match=r"partition 1: sample 1: node 0 has an unknown label"):
         y_bad = list(y)
         y_bad[21] = hide([y[21]], [[0]])[0]
@@ -176,6 +180,16 @@ def test_distributed_subgradient_takes_the_local_steps(client, averaging):
     dist = StructuredSVM(**settings).fit(*bags(X, y, 3))
     np.testing.assert_allclose(dist.history_["primal"], local.history_["primal"], rtol=1e-6)
     np.testing.assert_allclose(dist.coef_, local.coef_, rtol=1e-6, atol=1e-9)
+
+
+def test_parallel_bcfw_on_one_partition_is_the_sequential_solver(client):
+    X, y = data()
+    settings = dict(solver="bcfw", C=1.0, max_iter=30, check_every=5, random_state=0,
+                    tol=0.0, averaging=False)
+    seq = StructuredSVM(**settings).fit(X, y)
+    par = StructuredSVM(**settings).fit(*bags(X, y, 1))
+    for key in ("primal", "dual"):
+        np.testing.assert_allclose(par.history_[key], seq.history_[key], rtol=1e-6)
 
 
 def test_parallel_bcfw_brackets_the_sequential_optimum(client):
