@@ -92,7 +92,19 @@ def _pairs(X, y):
         raise ValueError(f"X has {X.npartitions} partitions but y has {y.npartitions}: "
                          "partition them alike (one label array per sample)")
     bag, _ = _dask()
-    return bag.zip(X, y)
+    import dask
+
+    # dask.bag.zip drops the extra elements of the longer partition: check instead
+    return bag.from_delayed([dask.delayed(_zip_part)(a, b, i) for i, (a, b) in
+                             enumerate(zip(X.to_delayed(), y.to_delayed()))])
+
+
+def _zip_part(xs, ys, index):
+    xs, ys = _as_list(xs), _as_list(ys)
+    if len(xs) != len(ys):
+        raise ValueError(f"partition {index} holds {len(xs)} samples in X but {len(ys)} label "
+                         "arrays in y: partition them alike")
+    return list(zip(xs, ys))
 
 
 # ------------------------------------------------------------------ on workers

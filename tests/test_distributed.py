@@ -112,6 +112,13 @@ def test_bad_bags_and_unsupported_settings(client):
         NonLocalCRF(max_iter=2).fit(Xb, y)
     with pytest.raises(ValueError, match="partitions"):
         NonLocalCRF(max_iter=2).fit(Xb, db.from_sequence(y, npartitions=2))
+    # as many partitions, but not alike: no sample may be dropped silently
+    y_shifted = db.from_sequence(y, partition_size=25)
+    assert y_shifted.npartitions == 3
+    with pytest.raises(ValueError, match=r"partition \d holds 20 samples in X but (25|10) label"):
+        NonLocalCRF(max_iter=2).fit(Xb, y_shifted)
+    with pytest.raises(ValueError, match=r"partition \d holds 20 samples in X but (25|10) label"):
+        NonLocalCRF(max_iter=2).fit(X, y).score(Xb, y_shifted)
     with pytest.raises(ValueError, match="energy=None"):
         NonLocalCRF(max_iter=2, energy=NearestStatistic()).fit(Xb, yb)
     with pytest.raises(ValueError, match="solver='bcfw'"):
