@@ -78,8 +78,8 @@ class Rounds:
         m = np.array(self.marks[1:], dtype=np.float64)   # after the packing round
         d = np.diff(m, axis=0)
         return dict(rounds=len(self.marks), seconds=float(np.median(d[:, 0])),
-                    lo=float(d[:, 1].mean()), out=float(d[:, 2].mean()),
-                    back=float(d[:, 3].mean()))
+                    lo=float(d[:, 1].mean()), lo_rounds=d[:, 1].tolist(),
+                    out=float(d[:, 2].mean()), back=float(d[:, 3].mean()))
 
 
 def per_iteration(est):

@@ -126,6 +126,9 @@ def _cover(part):
     return keep, len(part)
 
 
+# arrays up to this size travel inside the tasks; larger ones once, as a task of their own
+_INLINE = 1 << 16
+
 # seconds between checks that the workers a round's tasks wait for are still there
 _PATIENCE = 2.0
 
@@ -363,6 +366,8 @@ class _Workers:
         self.where = [None] * len(data)
         self.threads = 1 if n_jobs is None else n_jobs
         self.make = self._share(make)
+        # the workers the scheduler knows, asked again when a round waits too long
+        self.alive = set(client.run_on_scheduler(_worker_addresses))
         self.n_rounds = 0
         self.bytes_out = 0
         self.bytes_in = 0
@@ -373,15 +378,17 @@ class _Workers:
         ``each`` when it is a dict); returns ``{i: output}`` and the partitions
         rebuilt since the last call."""
         client = self.client
-        n_workers = max(1, len(client.scheduler_info()["workers"]))
+        n_workers = max(1, len(self.alive))
         sent, args = [], []
         for a in shared:
-            if isinstance(a, np.ndarray):
+            if isinstance(a, np.ndarray) and a.nbytes > _INLINE:
                 f = self._share(a)
                 sent.append(f)
                 self.bytes_out += a.nbytes * n_workers
                 args.append(f)
             else:
+                if isinstance(a, np.ndarray):
+                    self.bytes_out += a.nbytes * len(self.data)
                 args.append(a)
         parts = range(len(self.data)) if each is None or not isinstance(each, dict) \
             else sorted(each)
@@ -402,6 +409,9 @@ class _Workers:
             self.where[i] = where
             out[i] = res
             self.bytes_in += _nbytes(res)
+        if not set(self.where) <= self.alive:
+            # a partition now lives on a worker that joined since
+            self.alive = set(client.run_on_scheduler(_worker_addresses))
         self.restarts += len(rebuilt)
         self.n_rounds += 1
         if _after_call is not None:
@@ -422,12 +432,11 @@ class _Workers:
         anywhere (its state is rebuilt there)."""
         _, distributed = _dask()
         client = self.client
-        alive = set(client.scheduler_info()["workers"])
 
         def submit(i, pinned):
             where = self.where[i]
             return client.submit(*tasks[i], pure=False,
-                                 workers=[where] if pinned and where in alive else None,
+                                 workers=[where] if pinned and where in self.alive else None,
                                  allow_other_workers=False)
 
         futures = {i: submit(i, True) for i in tasks}
@@ -436,10 +445,10 @@ class _Workers:
                 distributed.wait(list(futures.values()), timeout=_PATIENCE)
                 break
             except distributed.TimeoutError:
-                alive = set(client.run_on_scheduler(_worker_addresses))
+                self.alive = set(client.run_on_scheduler(_worker_addresses))
                 for i, f in futures.items():
                     if not f.done() and self.where[i] is not None \
-                            and self.where[i] not in alive:
+                            and self.where[i] not in self.alive:
                         f.cancel()
                         futures[i] = submit(i, False)
         return dict(zip(futures, client.gather(list(futures.values()))))
