@@ -245,7 +245,7 @@ class _PrimalDualPart:
         self.pending = {}
 
     def info(self):
-        return self.shapes, self.pd.nonconvex
+        return self.pd.nonconvex
 
     def iterate(self, w, adopt):
         """The messages of the accepted trial (if kept), ``message_passes`` sweeps, then
@@ -307,7 +307,7 @@ class _SSVMPart:
         self.moved = None
 
     def info(self):
-        return self.shapes, False
+        return False
 
     def hinges(self, w):
         W, P = _split(w, self.shapes)
@@ -603,24 +603,22 @@ class _RemotePrimalDual(PrimalDual):
                                          [(self._kept,)] * len(self.workers.data))
         self._kept = None
         if rebuilt:
-            # some messages started again from zero: the last step's curvature
-            # pairs no longer describe this objective
-            self.restarts += 1
-            self.pairs.clear()
-            self.g_prev = None
-        value = self._reg(self.W, self.P) + sum(r[0] for r in res.values())
-        g = sum(r[1] for r in res.values())
-        p = self.p
-        nW = self.W.size
-        gW = g[:nW].reshape(self.W.shape) + np.abs(self.W) ** (p - 1.0) * np.sign(self.W)
-        gP = g[nW:].reshape(self.P.shape) + np.abs(self.P) ** (p - 1.0) * np.sign(self.P)
+            self._restarted()
+        gW, gP = _split(sum(r[1] for r in res.values()), self.shapes)
+        value, gW, gP = self._regularised(self.W, self.P, sum(r[0] for r in res.values()),
+                                          gW, gP)
         try:
             return self._step(value, gW, gP)
         except _Restart:
-            self.restarts += 1
-            self.pairs.clear()
-            self.g_prev = None
+            self._restarted()
             return value
+
+    def _restarted(self):
+        """Some messages started again from zero: the step's curvature pairs no longer
+        describe this objective."""
+        self.restarts += 1
+        self.pairs.clear()
+        self.g_prev = None
 
     def _trial_messages(self, W, P):
         return next(self._tokens) if self.nonconvex else None
@@ -649,9 +647,7 @@ def fit_approx(est, X, y):
     try:
         # builds every partition's state, outside the timed loop
         info, _ = workers.call("info")
-        shapes = info[0][0]
-        nonconvex = any(nc for _, nc in info.values())
-        solver = _RemotePrimalDual(workers, shapes, nonconvex, est)
+        solver = _RemotePrimalDual(workers, _shapes(made), any(info.values()), est)
         est._run(solver)
     finally:
         workers.close()
@@ -802,7 +798,7 @@ def fit_ssvm(est, X, y):
     workers = _Workers(client, data, _make(_SSVMPart, est, lam, int(counts.sum()),
                                            float(counts.shape[0])), est.n_jobs)
     try:
-        solver = _RemoteSSVM(workers, counts, _shapes(est, made), est, lam)
+        solver = _RemoteSSVM(workers, counts, _shapes(made), est, lam)
         est._learn(model, solver)
     finally:
         workers.close()
@@ -811,7 +807,8 @@ def fit_ssvm(est, X, y):
     return est
 
 
-def _shapes(est, made):
+def _shapes(made):
+    """``(W.shape, P.shape)`` of the weights, from the probe's design."""
     design = made[0]
     return ((design.n_features_total, design.n_columns),
             (design.n_edge_features, design.n_classes, design.n_classes))

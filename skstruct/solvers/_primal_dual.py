@@ -365,7 +365,10 @@ class PrimalDual:
         return self._terms(W, P, lam, True)[2]
 
     def value_and_grad(self, W, P, lam):
-        value, gW, gP = self.data_value_and_grad(W, P, lam)
+        return self._regularised(W, P, *self.data_value_and_grad(W, P, lam))
+
+    def _regularised(self, W, P, value, gW, gP):
+        """The objective and gradient from the data term's: the regulariser added."""
         p = float(self.p)
         return (self._reg(W, P) + value, gW + np.abs(W) ** (p - 1.0) * np.sign(W),
                 gP + np.abs(P) ** (p - 1.0) * np.sign(P))
