@@ -236,6 +236,25 @@ def quality(est):
     return ssvm_quality(est, X, Xt, yt, C)
 """, dict(passes=200, k=3), dict(passes=20, n_train=150, n_test=500, k=1)),
 
+    "ssvm_ocr_subgradient": ("ssvm", "StructuredSVM fit, OCR train fold 1, C = 0.1, "
+                             "subgradient, mini-batches of 16, {passes} passes", """
+from skstruct import StructuredSVM
+from skstruct.models import ChainModel
+
+X, y, Xt, yt = ocr_split(fold1=True)
+C = 0.1
+
+
+def run():
+    return make(StructuredSVM, C=C, model=make(ChainModel), solver="subgradient",
+                batch_size=16, max_iter=P["passes"], check_every=P["passes"], tol=0.0,
+                random_state=0).fit(X, y)
+
+
+def quality(est):
+    return ssvm_quality(est, X, Xt, yt, C)
+""", dict(passes=100, k=3), dict(passes=10, n_train=150, n_test=500, k=1)),
+
     "ssvm_ocr_full": ("ssvm", "StructuredSVM fit, OCR folds 1-9, lambda = 0.01, {passes} "
                       "passes (normalised Hamming, bias, start/end)", """
 from skstruct import StructuredSVM
