@@ -231,8 +231,11 @@ def _edge_features(A, B):
     Ag = (_BLUR_ROWS @ Ai @ _BLUR_COLS.T).reshape(P, n, _H * _W)
     Bg = (_BLUR_ROWS @ B.reshape(P, r, _H, _W) @ _BLUR_COLS.T).reshape(P, r, _H * _W)
     blurred = Ag @ Bg.transpose(0, 2, 1)
-    feats.append(_safe_ratio(blurred, np.sqrt(np.sum(Ag * Ag, -1)[:, :, None]
-                                              * np.sum(Bg * Bg, -1)[:, None, :]))[..., None])
+    cos = _safe_ratio(blurred, np.sqrt(np.sum(Ag * Ag, -1)[:, :, None]
+                                       * np.sum(Bg * Bg, -1)[:, None, :]))
+    # a cosine of real-valued images can round to just above 1 (by 2e-16, depending on the
+    # BLAS kernel that summed it); the features are documented to lie in [0, 1]
+    feats.append(np.minimum(cos, 1.0)[..., None])
     big = np.maximum(ink_a[:, :, None], ink_b[:, None, :])
     feats.append(_safe_ratio(np.abs(ink_a[:, :, None] - ink_b[:, None, :]), big)[..., None])
 
