@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import GraphBatch
-from .._core._validation import (  # noqa: F401  (re-exported)
+from .._core._validation import (
     check_edges,
     check_memory,
     check_n_jobs,

@@ -37,7 +37,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._core import GraphBatch, check_psi, segment_sum  # noqa: F401  (segment_sum re-exported)
+from .._core import GraphBatch, check_psi, segment_sum
 from ._api import _check_batch, marginals_batch
 
 METHODS = ("rda", "md", "accelerated")

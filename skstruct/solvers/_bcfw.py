@@ -23,10 +23,11 @@ into weights only when the average is read.
 import numpy as np
 
 from .._core._jit import jit
+from .._core._validation import check_memory
 from ..models._kernels import expand_coef, symmetric_into
 from ..models._oracle import _corner, make_work
 from ..models._submodular import project_supermodular, project_tables
-from ._design_solver import DesignSolver, check_memory
+from ._design_solver import DesignSolver
 
 # state slots
 SIGMA, ELL, ELL_AVG, STEP = 0, 1, 2, 3

@@ -60,10 +60,11 @@ from numba import prange
 
 from .._core import n_chunks, n_threads
 from .._core._jit import jit, pjit
+from .._core._validation import check_memory
 from ..models._chain import chain_pass
 from ..models._kernels import _tables, labelling_score, node_scores
 from ..models._oracle import hinge_pass, pair_slot
-from ._design_solver import DesignSolver, check_memory
+from ._design_solver import DesignSolver
 from ._protocol import ProtocolSolver
 
 
@@ -416,11 +417,6 @@ class _CuttingPlane:
         primal = self.pending[2]
         dual = self.ws.value
         return primal, dual, primal - dual
-
-    @property
-    def n_planes(self):
-        """Planes in the working set, the zero plane included."""
-        return self.ws.m
 
 
 def _check_surrogate(surrogate):
