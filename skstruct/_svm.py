@@ -53,37 +53,22 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         for a 2-D ``X`` with a 1-D ``y``.  The object passed is never
         modified; the fitted copy is ``model_``.
     solver : {"bcfw", "subgradient", "extragradient", "one_slack"}, default="bcfw"
-        Block-coordinate Frank-Wolfe on the dual (closed-form line search,
-        duality gap as stopping criterion), stochastic subgradient descent
-        with the Pegasos step ``1 / (lambda (t + 1))``, or Taskar et al.'s dual
-        extragradient on the saddle-point form (JMLR 2006): a batch method (a
-        pass is one iteration over all the samples; ``sample_order`` does not
-        apply) that keeps no per-sample blocks of weights and returns the
-        average of its iterates (``averaging=True`` only), with backtracking steps
-        checked against the method's error term.  It trains chains and trees
-        (``ChainModel``; ``GraphModel`` on samples without cycles, without
-        real-valued edge features; ``MultiLabelModel`` with an acyclic label
-        graph such as ``edges="tree"``; ``MulticlassModel``; projections in KL
-        divergence by sum-product) and protocol models that define the relaxed interface
-        ``relaxed_labels``, ``relaxed_joint_feature``, ``relaxed_scores``,
-        ``relaxed_loss`` and ``project`` (Euclidean projections; e.g.
-        ``MatchingModel``), with ``surrogate="margin"``; other models raise a
-        ``ValueError``.  Every pass computes the duality gap of the weights it
-        returns (the primal at the average, the best dual value among the
-        averaged, last and look-ahead labellings): ``gap_estimates_`` holds
-        these exact gaps, ``tol`` and ``check_every`` work as for BCFW, and
-        checks cost nothing extra.  ``"one_slack"`` is the 1-slack cutting-plane
-        method of Joachims, Finley & Yu (Machine Learning 2009), with margin
-        rescaling only (other surrogates and ``GraphModel(submodular=True)`` raise a
-        ``ValueError``): a pass is one iteration, one loss-augmented oracle call over
-        all the samples (``sample_order`` and ``averaging`` do not apply) and a small
-        QP over the working set of planes, whose value is the ``dual`` reported; an
-        inference cache of each sample's last 50 loss-augmented labellings supplies
-        the plane instead of the oracle while that plane still closes a quarter of the
-        last certified gap.  A check calls the oracle (its result is the next pass's
-        plane, so it is not wasted, but it bypasses the cache).  Warm starts continue
-        only on the same training data (the planes belong to it); other data start
-        afresh.
+        The algorithm that minimises the objective:
+
+        * ``"bcfw"``: block-coordinate Frank-Wolfe on the dual, stopped by the
+          duality gap; the default, and the fastest on most problems.
+        * ``"subgradient"``: stochastic subgradient descent (Pegasos steps,
+          mini-batches); no duality gap; the only solver for ``surrogate="lp"``.
+        * ``"extragradient"``: Taskar et al.'s dual extragradient, a batch
+          method with the exact duality gap at every pass; for chains, trees
+          and models with the relaxed interface (e.g. ``MatchingModel``).
+        * ``"one_slack"``: 1-slack cutting planes with an inference cache; for
+          expensive inference (loopy graphs, many labels) or a high-accuracy
+          optimum.
+
+        ``"extragradient"`` and ``"one_slack"`` train margin rescaling only.
+        The StructuredSVM page of the documentation details each solver and
+        what it accepts.
     surrogate : {"margin", "slack", "poslearn", "lp"}, default="margin"
         Margin rescaling; slack rescaling (exact on chains by a dynamic
         program over the number of errors, and only there; unit Hamming
@@ -112,11 +97,10 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         never for the subgradient solver.  The estimate is the sum of the
         Frank-Wolfe gaps of the blocks met during the pass
         (:attr:`gap_estimates_`; Lacoste-Julien et al. 2013): it needs no
-        oracle call of its own, and on the chain fits we traced (OCR letters
-        included) the exact gap stayed between 0.54 and 2.2 times it, so the
-        estimate is below ``2 * tol`` by the time the exact gap reaches
-        ``tol``: checks start before ``tol`` can be met and are not paid for
-        while it cannot.  Only the exact gap stops the fit.
+        oracle call of its own and, after the first passes, stays within about
+        a factor of two of the exact gap, so checks start about when ``tol``
+        can be met and are not paid for while it cannot.  Only the exact gap
+        stops the fit.
         Set ``check_every=10`` for checks from the first pass on (a
         convergence trace in ``history_``).  Whenever checks are on, the last
         pass is evaluated, so ``history_`` ends with the returned weights'

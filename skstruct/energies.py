@@ -811,6 +811,3 @@ class PoissonCounts(Energy):
 
     def _cross(self, node, edge, batch, d_node, d_edge):
         return _one_term_cross(self, node, edge, batch, d_node, d_edge)
-
-
-ENERGIES = (LinearMeasurements, NearestStatistic, PoissonCounts)

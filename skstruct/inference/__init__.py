@@ -11,15 +11,13 @@ import; each kernel compiles on first use and is cached on disk.
 """
 
 from .._core import GraphBatch
+from .._core._validation import check_edges, check_pairwise, check_unary, n_threads
 from .._core._warnings import ConvergenceWarning, InfeasibilityWarning
 from ._api import (
     InferenceInfo,
     KBest,
     KBestBatch,
     chain_edges,
-    check_edges,
-    check_pairwise,
-    check_unary,
     forward_backward,
     kbest,
     loss_augment,
@@ -29,7 +27,6 @@ from ._api import (
     marginals_batch,
     max_marginals,
     max_marginals_batch,
-    n_threads,
     viterbi,
 )
 from ._bethe import BetheProjection, bethe_entropy, bethe_project

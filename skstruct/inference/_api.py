@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import GraphBatch
-from .._core._validation import (  # noqa: F401  (re-exported)
+from .._core._validation import (
     check_edges,
     check_memory,
     check_n_jobs,
@@ -73,8 +73,7 @@ def loss_augment(unary, y, loss_weights=None):
 
 def _jobs(batch, n_jobs):
     """Threads for a batch: the kernels split work by sample, so a batch of one sample runs
-    on one thread, sparing the wake-up of a pool that has nothing to do (on a loaded machine
-    its barrier alone cost 15 ms per single-chain call)."""
+    on one thread, sparing the wake-up of a pool that has nothing to do."""
     check_n_jobs(n_jobs)
     return 1 if batch.n_samples <= 1 else n_jobs
 
@@ -783,7 +782,9 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
         ``K - 1`` layers of nodes (Ishikawa, "Exact optimization for Markov
         random fields with convex priors", PAMI 2003; Schlesinger and Flach,
         "Transforming an arbitrary MinSum problem into a binary one", TU
-        Dresden 2006), by Dinic's maximum flow.  Other tables raise a
+        Dresden 2006), by Boykov and Kolmogorov's maximum flow (Boykov and
+        Kolmogorov, "An experimental comparison of min-cut/max-flow algorithms
+        for energy minimization in vision", IEEE TPAMI 2004).  Other tables raise a
         ``ValueError`` naming the edge; so do non-finite pairwise scores
         (``-inf`` unary scores are allowed).
     max_iter, tol, damping : budget and stopping rule of the iterative methods.

@@ -37,7 +37,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._core import GraphBatch, check_psi, segment_sum  # noqa: F401  (segment_sum re-exported)
+from .._core import GraphBatch, check_psi, segment_sum
 from ._api import _check_batch, marginals_batch
 
 METHODS = ("rda", "md", "accelerated")
@@ -265,11 +265,11 @@ def one_blas_thread():
     A projection alternates the compiled oracle (numba's OpenMP threads) with
     the energy's numpy products (``A`` times the expected counts for
     :class:`~skstruct.energies.LinearMeasurements`).  Each pool's threads
-    spin a while after their call and take the cores from the other's: on 2
-    cores a (64, 40) x (40, 400) product took 1.6 ms instead of 0.1 ms and
-    the oracle call after it 10 ms instead of 0.7 ms.  The energy's products
-    are small; one BLAS thread loses nothing on them.  Nested uses cost
-    nothing (setting the limit looks up the loaded libraries: about 1 ms).
+    spin a while after their call and take the cores from the other's, which
+    slows both several-fold on a machine with few cores.  The energy's
+    products are small; one BLAS thread loses nothing on them.  Nested uses
+    cost nothing: only the outermost sets the limit (which looks up the
+    loaded libraries).
     """
     global _BLAS_USERS, _BLAS_LIMITER
     with _BLAS_LOCK:

@@ -20,15 +20,15 @@ arc to the sink of capacity ``c`` (``c >= 0``) or from the source of capacity
 larger than any finite cut keep every cut monotone.  A node on the source side
 has ``x = 1``; ``y_v`` is the number of its variables there.
 
-The maximum flow is Boykov & Kolmogorov's augmenting-path algorithm (two
-search trees, grown from the source and from the sink and repaired after each
-augmentation rather than rebuilt), which on image grids outruns Dinic's and
-push-relabel codes; it was chosen over a Dinic implementation in numba and
-over ``scipy.sparse.csgraph.maximum_flow`` by measurement (see
-``benchmarks/bench_graphcut.py``).  The terminal arcs of a node are kept as
-one number, the source capacity minus the sink capacity.  Capacities are
-floats: residuals below ``eps`` (a relative ``1e-12`` of the total capacity)
-count as saturated.
+The maximum flow is Boykov & Kolmogorov's augmenting-path algorithm (Y. Boykov
+and V. Kolmogorov, "An experimental comparison of min-cut/max-flow algorithms
+for energy minimization in vision", IEEE TPAMI 2004): two search trees, grown
+from the source and from the sink and repaired after each augmentation rather
+than rebuilt, which suits the short augmenting paths of image grids
+(``doc/benchmarks.md`` compares it with other maximum-flow codes).  The
+terminal arcs of a node are kept as one number, the source capacity minus the
+sink capacity.  Capacities are floats: residuals below ``eps`` (a relative
+``1e-12`` of the total capacity) count as saturated.
 """
 
 import numpy as np

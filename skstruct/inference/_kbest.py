@@ -50,9 +50,9 @@ def _message(L, Ln, c, P, fwd, xp, k, out, ptr, head):
 
     ``P`` is the edge's table, read ``P[xc, xp]`` when ``fwd`` (the child is
     the edge's first node) and ``P[xp, xc]`` otherwise.  A K-way merge of the
-    child's sorted lists by a linear scan of their heads: measured faster
-    than a binary heap of heads for 26 labels up to k = 100 (the heap's
-    branches cost more than the scan's compares).  Ties go to the smaller
+    child's sorted lists by a linear scan of their heads rather than a
+    binary heap: for label counts in the tens the heap's branches cost more
+    than the scan's compares.  Ties go to the smaller
     child label.  Returns the number of entries written to ``out`` / ``ptr``.
     """
     K = Ln.shape[1]

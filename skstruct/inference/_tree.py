@@ -22,15 +22,6 @@ def _sub(a, b):
 
 
 @jit
-def _pair(pairwise, pw_index, edges, e, v, xv, xw):
-    """Score of edge ``e`` with label ``xv`` at node ``v`` and ``xw`` at its other end."""
-    P = pairwise[pw_index[e]]
-    if edges[e, 0] == v:
-        return P[xv, xw]
-    return P[xw, xv]
-
-
-@jit
 def _send(pairwise, pw_index, edges, e, v, bv, use_max, out, arg, scratch):
     """Message from ``v`` (belief ``bv``) over edge ``e``, as a function of the
     other end's label; ``arg`` gets the maximising label of ``v`` (max only)."""

@@ -191,8 +191,7 @@ class MatchingModel(StructuredModel):
         (every row sums to 1, every column to at most 1, exactly 1 where its
         multiplier is positive) for ``|z|`` up to about ``1e4``; beyond, within
         about ``1e-12 max|z|``, the rounding of numbers that large.  A point of
-        the polytope is returned unchanged.  About 0.2 to 0.7 ms for up to 15 x
-        17 items.
+        the polytope is returned unchanged.
 
         Returns
         -------

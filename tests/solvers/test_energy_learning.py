@@ -13,7 +13,7 @@ from skstruct.energies import Energy, LinearMeasurements, NearestStatistic, segm
 from skstruct.models import ChainModel
 from skstruct.solvers._crf import CRFObjective
 from skstruct.solvers._energy import BetheProjector, Surrogate, psi_of
-from tests.test_energies import _SquaredCounts
+from tests.models.test_energies import _SquaredCounts
 from tests.test_nonlocal import chains
 
 

@@ -1,4 +1,4 @@
-from pathlib import Path
+import io
 
 import numpy as np
 import pytest
@@ -182,14 +182,17 @@ def test_conll_features(tmp_path):
     assert "postag" not in words_only[0][0] and "+1:postag" not in words_only[0][0]
 
 
-def test_conll2000_train_counts():
-    path = Path("/work/shared/data/conll2000/train.txt")
-    if not path.exists():
-        pytest.skip("CoNLL-2000 not available")
-    d = load_conll(path)
-    assert len(d.tokens) == 8936
-    assert sum(len(y) for y in d.y) == 211727
+def test_load_conll_reads_an_open_text_file():
+    # CoNLL-2000's own layout (its first sentence), read from a file object, with a
+    # -DOCSTART- line between sentences, tabs, blank runs and no final newline
+    text = ("Confidence NN B-NP\nin IN B-PP\nthe DT B-NP\npound NN I-NP\n\n"
+            "-DOCSTART- -X- O\nis\tVBZ\tB-VP\n\n\n\nwidely RB I-VP")
+    d = load_conll(io.StringIO(text))
+    assert d.n_columns == 3
+    assert [len(y) for y in d.y] == [4, 1, 1]
     assert d.tokens[0][0].tolist() == ["Confidence", "NN"] and d.y[0][0] == "B-NP"
+    assert d.tokens[1].tolist() == [["is", "VBZ"]] and d.y[1].tolist() == ["B-VP"]
+    assert d.tokens[2].tolist() == [["widely", "RB"]] and d.y[2].tolist() == ["I-VP"]
 
 
 def test_binary_denoising_grids():
