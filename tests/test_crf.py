@@ -347,7 +347,7 @@ def test_a_bag_fit_follows_the_local_fit():
     with pytest.warns(ConvergenceWarning):
         local.fit(X, y)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster):
         Xb, yb = db.from_sequence(X, npartitions=3), db.from_sequence(y, npartitions=3)
         dist = CRF(C=2.0, max_iter=15, tol=0.0)
