@@ -47,7 +47,7 @@ from _doc import write_section  # noqa: E402
 
 BASE = dict(C=1.0, max_iter=100, random_state=0)
 # NonLocalCRF's defaults, spelled out
-ENERGY = dict(energy_max_iter=5, batch_size=64, learning_rate=0.1, inference="rda",
+ENERGY = dict(energy_max_iter=5, batch_size=64, learning_rate=0.1, inference_method="rda",
               max_oracle_calls=20, inference_tol=1e-4, psi="bias", psi_init=1.0)
 CONFIGS = ("base", "stochastic", "alternating")
 

@@ -50,7 +50,7 @@ LABELS = {"base": "2-gram chain CRF (base model)", "Lu": "L^u, bias psi",
           "Lw_local": "L^w, bias psi, local inference (`n_pieces=None`)",
           "Lw_mm": "L^w, mean-map psi"}
 BASE = dict(C=1.0, max_iter=100)
-ENERGY = dict(learning="stochastic", energy_max_iter=5, batch_size=64, inference="rda",
+ENERGY = dict(learning="stochastic", energy_max_iter=5, batch_size=64, inference_method="rda",
               max_oracle_calls=20, random_state=0)
 
 

@@ -412,7 +412,7 @@ X, y, Xt, yt = ocr_split(fold1=False)
 
 
 def model(**over):
-    # bench_nonlocal_ocr.py's best model (Lw_mm); its inference="rda" is the default, left
+    # bench_nonlocal_ocr.py's best model (Lw_mm); its inference_method="rda" is the default, left
     # out so that a renamed estimator parameter cannot break the case
     params = dict(C=1.0, max_iter=P["max_iter"], learning="stochastic",
                   energy_max_iter=P["energy_max_iter"], batch_size=64, max_oracle_calls=20,

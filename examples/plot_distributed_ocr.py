@@ -2,7 +2,7 @@
 Training a chain CRF on a dask cluster
 ======================================
 
-:class:`~skstruct.NonLocalCRF` (without an energy) accepts a
+:class:`~skstruct.CRF` accepts a
 :class:`dask.bag.Bag` of words for ``X`` and a Bag of label arrays,
 partitioned alike, for ``y`` once a :class:`dask.distributed.Client` is
 running.  The fit on a Bag runs the same L-BFGS iterations as a local fit:
@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from distributed import Client, LocalCluster
 
-from skstruct import NonLocalCRF
+from skstruct import CRF
 from skstruct.datasets import load_letters
 
 # %%
@@ -44,7 +44,7 @@ C, max_iter = 1.0, 50
 # Local fit
 # ---------
 # The reference: the same estimator fitted on lists in this process.
-local = NonLocalCRF(C=C, max_iter=max_iter).fit(X_tr, y_tr)
+local = CRF(C=C, max_iter=max_iter).fit(X_tr, y_tr)
 acc_local = local.score(X_te, y_te)
 
 # %%
@@ -65,7 +65,7 @@ with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
     yb_tr = db.from_sequence(y_tr, npartitions=4)
     Xb_te = db.from_sequence(X_te, npartitions=4)
     yb_te = db.from_sequence(y_te, npartitions=4)
-    crf = NonLocalCRF(C=C, max_iter=max_iter).fit(Xb_tr, yb_tr)
+    crf = CRF(C=C, max_iter=max_iter).fit(Xb_tr, yb_tr)
     acc_dist = crf.score(Xb_te, yb_te)
     pred_dist = crf.predict(Xb_te).compute()   # a Bag, computed on the workers
 

@@ -13,6 +13,7 @@ __version__ = "0.1.0.dev0"
 _SUBMODULES = ("datasets", "energies", "inference", "metrics", "models", "preprocessing", "solvers")
 _ESTIMATORS = {
     "ApproxStructuredPredictor": "._approx",
+    "CRF": "._crf",
     "LatentStructuredSVM": "._latent",
     "NonLocalCRF": "._nonlocal",
     "StructuredPerceptron": "._perceptron",

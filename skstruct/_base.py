@@ -60,8 +60,8 @@ def resolve_model(model, X, y, batched_only=False, design=False, submodular=Fals
 def refuse_bags(X, y):
     """A clear error for an estimator that does not fit on dask Bags."""
     if _is_bag(X) or _is_bag(y):
-        raise ValueError("fitting on a dask Bag is supported by NonLocalCRF without an "
-                         "energy, ApproxStructuredPredictor and StructuredSVM (solver 'bcfw' "
+        raise ValueError("fitting on a dask Bag is supported by CRF, NonLocalCRF without "
+                         "an energy, ApproxStructuredPredictor and StructuredSVM (solver 'bcfw' "
                          "or 'subgradient') only (see skstruct.distributed); give this "
                          "estimator lists")
 

@@ -5,30 +5,20 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from ._base import (
-    C_RANGE,
-    StructuredEstimatorMixin,
-    _is_bag,
-    _refuse_latent_constraints,
-    _set_n_features_in,
-    resolve_model,
-)
+from ._base import C_RANGE, _is_bag
 from ._core import n_threads
-from ._core._decoders import TREE, VITERBI
 from ._core._params import Interval, Options, validate_params
+from ._crf import CRF
 from .energies import Energy
-from .models import StructuredModel
 
-_SOLVERS = ("lbfgs", "sgd")
 _PSI = ("bias", "mean_map")
 _LEARNING = ("stochastic", "alternating")
 # Bethe projection algorithms (skstruct.inference.bethe_project's methods)
 _INFERENCE = ("rda", "md", "accelerated")
-_FEATURE_PAIRS = ("all", "seen")
 _ENERGY_FIT = ("joint", "held_out")
 
 
@@ -36,7 +26,7 @@ _ENERGY_FIT = ("joint", "held_out")
 # words at psi = 3 (doc/nonlocal.md), at a fifth of the work
 _AUTO_PIECES = 10
 
-class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
+class NonLocalCRF(CRF):
     """A chain or tree CRF plus a learned non-local energy on its marginals.
 
     Vilnis, Belanger, Sheldon & McCallum, "Bethe Projections for Non-Local
@@ -49,10 +39,9 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     :meth:`predict` returns the MAP labelling of the CRF with potentials
     ``theta - grad L(mu*)`` (Proposition 1).
 
-    With ``energy=None`` this is a plain linear-chain (or tree) CRF trained by
-    maximum likelihood, a drop-in replacement for sklearn-crfsuite: it
-    accepts sparse node features (e.g. ``NodeTransformer(DictVectorizer())``
-    on the feature dicts of :func:`skstruct.datasets.conll_features`).
+    The base CRF is :class:`~skstruct.CRF`, with its parameters; with
+    ``energy=None`` this estimator fits and predicts as :class:`~skstruct.CRF`
+    does (use :class:`~skstruct.CRF` for a plain CRF).
 
     Training first fits the base CRF, then the energy's weights ``psi`` (and,
     with ``fit_theta=True``, the CRF's weights again) on the surrogate
@@ -95,7 +84,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         L-BFGS iterations, or SGD epochs.
     tol : float, default=1e-6
         L-BFGS stops when the relative decrease of the objective falls below
-        ``tol`` (as scipy's ``ftol``).
+        ``tol`` (as scipy's ``ftol``); a fit that reaches ``max_iter`` first
+        issues a :class:`~skstruct.inference.ConvergenceWarning`.
     feature_pairs : {"all", "seen"}, default="all"
         Which node weights the base CRF learns.  ``"all"``: one weight per
         feature and class (the ``(n_classes, n_features)`` table).  ``"seen"``:
@@ -109,6 +99,10 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         ``unary_coef_`` and ``coef_`` keep their full shapes, with zeros at
         the unseen pairs.  Not with ``fit_theta=True`` (the energy's learning
         would move the fixed weights).
+    warm_start : bool, default=False
+        Start the base CRF from the previous fit's ``coef_`` (same kind of
+        model, ``classes_`` and weight shapes, else ``fit`` raises a
+        ``ValueError``); the energy's weights start afresh.
     energy : energy from :mod:`skstruct.energies`, or None, default=None
         The non-local energy (cloned and fitted on the training labels; with
         ``energy_fit="held_out"`` on those of the training part).  Its
@@ -144,9 +138,12 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         X.var())`` as in sklearn's SVC.
     psi_init : float, default=1.0
         Initial constant weight of every term.
-    inference : {"rda", "md", "accelerated"}, default="rda"
+    inference_method : {"rda", "md", "accelerated"}, default="rda"
         Bethe-RDA (Algorithm 1), Bethe-MD (Algorithm 4) or accelerated
         Bethe-RDA (Algorithm 5, smooth energies only).
+
+        Changed: this parameter was called ``inference``; it is named
+        ``inference_method`` as in the other estimators and the models.
     max_oracle_calls : int, default=20
         Marginal-oracle calls per projection (the paper finds 5-10 enough).
     n_pieces : int, "all", "auto" or None, default="auto"
@@ -159,7 +156,7 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         every entry (the exact global minimum); ``None`` runs the paper's
         algorithm on the non-convex energy, which stops at the local minimum
         its first steps lead to.  ``"auto"``: 10 for such energies with
-        ``inference="rda"`` or ``"md"``, else None.  Learning and prediction
+        ``inference_method="rda"`` or ``"md"``, else None.  Learning and prediction
         use the same inference.
     inference_tol : float, default=1e-4
         A projection stops when no node marginal moves by more than this.
@@ -221,27 +218,25 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
 
     Examples
     --------
-    A plain linear-chain CRF on handwritten words:
+    A chain CRF on handwritten words with the energy of the nearest dictionary
+    word (the training words) on its marginals:
 
     >>> from skstruct import NonLocalCRF
     >>> from skstruct.datasets import load_letters
+    >>> from skstruct.energies import NearestStatistic
     >>> d = load_letters()
-    >>> crf = NonLocalCRF(C=1.0, max_iter=30).fit(d.X[:300], d.y[:300])
-    >>> K = len(crf.classes_)                # letters seen in these words
-    >>> crf.unary_coef_.shape == (K, 128), crf.pairwise_coef_.shape == (1, K, K)
+    >>> nl = NonLocalCRF(C=1.0, max_iter=200, energy=NearestStatistic("marginals"),
+    ...                  energy_max_iter=1, random_state=0).fit(d.X[:300], d.y[:300])
+    >>> K = len(nl.classes_)                 # letters seen in these words
+    >>> nl.unary_coef_.shape == (K, 128), nl.psi_coef_.shape[0] == nl.energy_.n_terms
     (True, True)
-    >>> marginals = crf.predict_marginals(d.X[300:302])
+    >>> marginals = nl.predict_marginals(d.X[300:302])
     >>> [m.shape for m in marginals] == [(len(x), K) for x in d.X[300:302]]
     True
     """
 
     _parameter_constraints = {
-        "model": [Options("auto"), StructuredModel],
-        "C": [Interval(Real, *C_RANGE)],
-        "solver": [Options(*_SOLVERS)],
-        "max_iter": [Interval(Integral, 1)],
-        "tol": [Interval(Real, 0)],
-        "feature_pairs": [Options(*_FEATURE_PAIRS)],
+        **CRF._parameter_constraints,
         "energy": [None, Energy],
         "energy_fit": [Options(*_ENERGY_FIT)],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
@@ -249,7 +244,7 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         "n_components": [Interval(Integral, 1)],
         "gamma": [Options("scale"), Interval(Real, 0, None, closed="neither")],
         "psi_init": [Interval(Real)],
-        "inference": [Options(*_INFERENCE)],
+        "inference_method": [Options(*_INFERENCE)],
         "max_oracle_calls": [Interval(Integral, 1)],
         "n_pieces": [Options("auto", "all", None), Interval(Integral, 1)],
         "inference_tol": [Interval(Real, 0)],
@@ -257,28 +252,21 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         "lipschitz": [None, Interval(Real, 0, None, closed="neither")],
         "learning": [Options(*_LEARNING)],
         "energy_max_iter": [Interval(Integral, 0)],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "batch_size": [Interval(Integral, 1)],
         "fit_theta": ["boolean"],
         "C_energy": [None, Interval(Real, *C_RANGE)],
-        "n_jobs": [None, Interval(Integral)],
-        "random_state": ["random_state"],
-        "verbose": [Interval(Integral, 0), "boolean"],
     }
 
     def __init__(self, *, model="auto", C=1.0, solver="lbfgs", max_iter=100, tol=1e-6,
-                 feature_pairs="all", energy=None, energy_fit="joint",
+                 feature_pairs="all", warm_start=False, energy=None, energy_fit="joint",
                  validation_fraction=0.2, psi="bias", n_components=1000,
-                 gamma="scale", psi_init=1.0, inference="rda", max_oracle_calls=20,
+                 gamma="scale", psi_init=1.0, inference_method="rda", max_oracle_calls=20,
                  n_pieces="auto", inference_tol=1e-4, step_size=1.0, lipschitz=None,
                  learning="stochastic", energy_max_iter=5, learning_rate=0.1, batch_size=64,
                  fit_theta=False, C_energy=None, n_jobs=None, random_state=None, verbose=0):
-        self.model = model
-        self.C = C
-        self.solver = solver
-        self.max_iter = max_iter
-        self.tol = tol
-        self.feature_pairs = feature_pairs
+        super().__init__(model=model, C=C, solver=solver, max_iter=max_iter, tol=tol,
+                         feature_pairs=feature_pairs, warm_start=warm_start,
+                         learning_rate=learning_rate, batch_size=batch_size, n_jobs=n_jobs,
+                         random_state=random_state, verbose=verbose)
         self.energy = energy
         self.energy_fit = energy_fit
         self.validation_fraction = validation_fraction
@@ -286,7 +274,7 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         self.n_components = n_components
         self.gamma = gamma
         self.psi_init = psi_init
-        self.inference = inference
+        self.inference_method = inference_method
         self.max_oracle_calls = max_oracle_calls
         self.n_pieces = n_pieces
         self.inference_tol = inference_tol
@@ -294,13 +282,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         self.lipschitz = lipschitz
         self.learning = learning
         self.energy_max_iter = energy_max_iter
-        self.learning_rate = learning_rate
-        self.batch_size = batch_size
         self.fit_theta = fit_theta
         self.C_energy = C_energy
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
 
     # ------------------------------------------------------------ validation
     def _check_params(self):
@@ -311,8 +294,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
             raise ValueError(f"n_pieces={k!r} needs an energy that is a minimum of convex "
                              f"pieces (NearestStatistic); {type(self.energy).__name__} is not "
                              "(use n_pieces='auto' or None)")
-        if k not in ("auto", None) and self.inference == "accelerated":
-            raise ValueError("n_pieces is for inference='rda' or 'md'")
+        if k not in ("auto", None) and self.inference_method == "accelerated":
+            raise ValueError("n_pieces is for inference_method='rda' or 'md'")
         if self.feature_pairs == "seen" and self.energy is not None and self.fit_theta:
             raise ValueError("feature_pairs='seen' fixes the unseen pairs' weights at 0, but "
                              "fit_theta=True would move them: use feature_pairs='all' or "
@@ -351,21 +334,9 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         """The resolved ``n_pieces`` for :func:`bethe_project`."""
         if self.n_pieces != "auto":
             return self.n_pieces
-        if self.inference != "accelerated" and hasattr(self.energy, "pieces"):
+        if self.inference_method != "accelerated" and hasattr(self.energy, "pieces"):
             return _AUTO_PIECES
         return None
-
-    def _design(self, X, y=None, made=None):
-        design, packed = self.model_.design(X, y) if made is None else made
-        bad = np.flatnonzero(~np.isin(design.kind, (VITERBI, TREE)))
-        if bad.size and hasattr(self.model_, "edges_"):
-            raise ValueError(f"the label graph of {self.model_!r} has a cycle: NonLocalCRF "
-                             "needs chains or trees (exact marginals); use "
-                             "MultiLabelModel(edges='tree') or edges='independent'")
-        if bad.size:
-            raise ValueError(f"sample {bad[0]} has a cycle: NonLocalCRF needs chains or trees "
-                             "(exact marginal inference)")
-        return design, packed
 
     # ------------------------------------------------------------------- fit
     def fit(self, X, y, *, X_val=None, y_val=None):
@@ -373,8 +344,9 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : list of samples (see :mod:`skstruct.models`), chains or trees.
-        y : list of label arrays.
+        X : list of samples (see :mod:`skstruct.models`), chains or trees, or
+            (without an energy) a :class:`dask.bag.Bag` of them.
+        y : list of label arrays, or a Bag of them partitioned as ``X``.
         X_val, y_val : held-out samples and their labels, default=None
             With ``energy_fit="held_out"``: the samples the energy's weights
             are learned on, while all of ``X, y`` trains the base CRF (then
@@ -386,81 +358,54 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         -------
         self
         """
-        from .solvers._crf import CRFObjective, fit_crf_lbfgs, seen_pairs
+        from .solvers._crf import CRFObjective
 
         if _is_bag(X):
             if X_val is not None or y_val is not None:
                 raise ValueError("X_val and y_val are not supported with a dask Bag")
-            from .distributed import fit_crf
-
-            return fit_crf(self, X, y)
+            self._check_params()
+            if self.energy is not None:
+                raise ValueError("NonLocalCRF on a dask Bag needs energy=None")
+            super().fit(X, y)
+            self._no_energy()
+            return self
         self._check_params()
         given_val = self._check_validation_data(X_val, y_val)
         rng = check_random_state(self.random_state)
-        model, made = resolve_model(self.model, X, y, batched_only=True, design=True)
-        self.model_ = model
-        self.classes_ = model.classes_
-        _set_n_features_in(self, model)
-        design = self._design(X, y, made)[0]
-        del made
+        previous = self._warm_source()
+        design = self._fit_model(X, y)
         # the energy's weights are learned on energy_design (all of X, or the held-out part)
         energy_design = design
-        self.held_out_indices_ = None
+        held_out = None
         if self.energy is not None and self.energy_fit == "held_out":
             if given_val:
                 energy_design = self._design_of_validation(X_val, y_val)
             else:
-                train, held = self._held_out_split(design.batch.n_samples, rng)
-                design, energy_design = design.take(train), design.take(held)
-                self.held_out_indices_ = held
-        allowed = self._allowed(model, design)
-        pairs = seen_pairs(design) if self.feature_pairs == "seen" else None
-        obj = CRFObjective(design, self.C, pairs=pairs, allowed=allowed)
-        w0 = np.zeros(obj.n_weights)
-        if getattr(model, "latent", False):
-            # zero weights are a saddle point where the states of a label stay alike
-            w0 += 0.1 * rng.standard_normal(obj.n_weights)
-        t0 = time.perf_counter()
-        with n_threads(self.n_jobs):
-            if self.solver == "lbfgs":
-                w, n_iter, hist = fit_crf_lbfgs(obj, w0, self.max_iter, self.tol, self.verbose,
-                                                overwrite_w0=True)
-            else:
-                w, n_iter, hist = self._fit_sgd(design, w0, rng, pairs)
-        del w0
-        self.fit_seconds_ = time.perf_counter() - t0
-        self._set_theta(obj, w)
-        del w
-        self.n_iter_ = n_iter
-        self.energy_ = None
-        self.psi_coef_ = None
-        self.mean_map_ = None
+                train, held_out = self._held_out_split(design.batch.n_samples, rng)
+                design, energy_design = design.take(train), design.take(held_out)
+        obj = self._fit_base(design, rng, previous)
+        self._no_energy()
+        self.held_out_indices_ = held_out
         if self.energy is not None:
-            if pairs is not None or energy_design is not design:
+            if obj.pairs is not None or energy_design is not design:
                 # the energy's learners read the full weight layout of coef_, on the samples
                 # they learn from
                 obj = CRFObjective(energy_design, self.C)
+            hist = dict(self.history_)
             with n_threads(self.n_jobs):
                 self._fit_energy(energy_design, obj, rng, hist, train_design=design)
-        self.history_ = {k: np.asarray(v, np.float64) for k, v in hist.items()}
+            self.history_ = {k: np.asarray(v, np.float64) for k, v in hist.items()}
         return self
 
-    def _allowed(self, model, design):
-        """The states each training node may take, when some are not observed (unknown
-        labels, hidden states or hidden nodes: marginalised), else None."""
-        from .models._latent import allowed_states
+    def _no_energy(self):
+        """The fitted attributes of the energy stage, as the base CRF alone leaves them."""
+        self.held_out_indices_ = None
+        self.energy_ = None
+        self.psi_coef_ = None
+        self.mean_map_ = None
 
-        if not (getattr(model, "latent", False) or np.any(design.y < 0)):
-            return None
-        what = ("a model with hidden states or hidden nodes"
-                if getattr(model, "latent", False) else "unknown labels (None in y)")
-        for bad, why in ((self.energy is not None, "energy=None"),
-                         (self.feature_pairs != "all", "feature_pairs='all'"),
-                         (self.solver != "lbfgs", "solver='lbfgs'")):
-            if bad:
-                raise ValueError(f"{what}: NonLocalCRF marginalises the unobserved states "
-                                 f"with {why} only")
-        return allowed_states(model, design)[0]
+    def _marginalising_conflicts(self):
+        return ((self.energy is not None, "energy=None"), *super()._marginalising_conflicts())
 
     def _design_of_validation(self, X_val, y_val):
         """The design of the explicit held-out samples, labels checked against ``classes_``."""
@@ -480,37 +425,6 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
                     raise ValueError(f"y_val[{i}] holds the label {lab!r}, which y does not: the "
                                      "base CRF is trained on X, y and knows only its labels")
         return self._design(X_val, y_val)[0]
-
-    def _set_theta(self, obj, w):
-        # the full layout (node weights then edge tables), whatever the pairs trained;
-        # the tables the kernels read are views of coef_ (one copy of the weights)
-        coef = np.ascontiguousarray(obj.full_weights(w), dtype=np.float64)
-        nF = obj.W_shape[0] * obj.W_shape[1]
-        self.coef_ = coef
-        self._W, self._P = coef[:nF].reshape(obj.W_shape), coef[nF:].reshape(obj.P_shape)
-
-    def _weights(self):
-        return self._W, self._P
-
-    def _fit_sgd(self, design, w0, rng, pairs=None):
-        """AdaGrad on mini-batches of the base CRF objective."""
-        from .solvers._crf import AdaGradCRF
-
-        solver = AdaGradCRF(design, self.C, batch_size=self.batch_size,
-                            learning_rate=self.learning_rate, rng=rng, pairs=pairs)
-        w = w0.copy()
-        hist = {"objective": [], "seconds": []}
-        seconds = 0.0
-        for epoch in range(self.max_iter):
-            t0 = time.perf_counter()
-            solver.epoch(w)
-            seconds += time.perf_counter() - t0
-            hist["objective"].append(solver.objective(w))
-            hist["seconds"].append(seconds)
-            if self.verbose:
-                print(f"epoch {epoch + 1:4d}  objective {hist['objective'][-1]:.8g}",
-                      flush=True)
-        return w, self.max_iter, hist
 
     # ------------------------------------------------------------ the energy
     def _psi_features(self, X, design, fitting):
@@ -555,7 +469,7 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         """Bethe projections with this estimator's inference settings."""
         from .solvers._energy import BetheProjector
 
-        return BetheProjector(self.energy_, method=self.inference,
+        return BetheProjector(self.energy_, method=self.inference_method,
                               max_iter=self.max_oracle_calls, tol=self.inference_tol,
                               n_pieces=self._n_pieces(), step_size=self.step_size,
                               lipschitz=self.lipschitz)
@@ -607,45 +521,29 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         self.psi_coef_ = solver.V
 
     # -------------------------------------------------------------- predict
-    def _theta_tilde(self, X, made=None):
-        """Design, and the potentials of Proposition 1's CRF for every sample
-        (``made``: the design and packed ``X`` if already made)."""
+    def _projected(self):
+        return self.energy_ is not None
+
+    def _scores(self, X, made=None):
+        """Design, packed ``X``, and the potentials of Proposition 1's CRF for every
+        sample (``made``: the design and packed ``X`` if already made), with the
+        Bethe projection they come from (None without an energy)."""
         from .solvers._crf import CRFObjective
 
         check_is_fitted(self, "coef_")
+        if self.energy_ is None:
+            return super()._scores(X, made)
         design, packed = self._design(X) if made is None else made
         design.y = np.zeros(design.batch.n_nodes, np.int64)
         obj = CRFObjective(design, self.C)
-        if self.energy_ is None:
-            theta_v, tables, pwi = obj.potentials(self._W, self._P)
-            return design, packed, theta_v, tables, pwi, None
         Phi = self._psi_features(X, design, fitting=False)
         proj = self._project(obj, self._W, self._P, self._psi(self.psi_coef_, Phi))
         return design, packed, proj.unary, proj.pairwise, proj.pw_index, proj
 
-    def _potentials(self, X):
-        """With an energy, the potentials of Proposition 1's CRF (the Bethe projection,
-        computed without prediction-time constraints), else the CRF's own."""
-        with n_threads(self.n_jobs):
-            design, packed, u, t, i, _ = self._theta_tilde(X)
-        return design, packed, (u, t, i)
-
-    def _decode(self, X):
-        from .inference import map_batch
-        from .models._chain import is_plain_chain
-        from .models._predict import predict_labels
-
-        check_is_fitted(self, "coef_")
-        made = self._design(X)
-        if self.energy_ is None and is_plain_chain(made[0]):
-            # the CRF's MAP is the linear model's: Viterbi with the unary scores made
-            # chain by chain, no (n_nodes, n_classes) array of potentials
-            with n_threads(self.n_jobs):
-                return predict_labels(made[0], self._W, self._P, 0), made[1]
-        with n_threads(self.n_jobs):
-            design, packed, u, t, i, _ = self._theta_tilde(X, made)
-            labels = map_batch(design.batch, u, t, i)
-        return labels, packed
+    def _node_marginals(self, design, u, t, i, proj):
+        if proj is None:
+            return super()._node_marginals(design, u, t, i, proj)
+        return proj.node_marginals
 
     def predict_marginals(self, X, *, clamp=None, forbidden=None):
         """Node marginals of every sample: the Bethe projection ``mu*`` with an
@@ -672,57 +570,15 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         ``(n_labels, 2)`` per sample (off, on); for
         :class:`~skstruct.models.MulticlassModel` ``(1, n_classes)``.
         """
-        if _is_bag(X):
-            from .distributed import map_predict
+        return super().predict_marginals(X, clamp=clamp, forbidden=forbidden)
 
-            return map_predict(self, X, "predict_marginals", clamp=clamp, forbidden=forbidden)
-        from .inference import marginals_batch
-
-        if clamp is not None or forbidden is not None:
-            _refuse_latent_constraints(self)
-            return self._constrained_marginals(X, clamp, forbidden)
-        with n_threads(self.n_jobs):
-            design, packed, u, t, i, proj = self._theta_tilde(X)
-            if proj is None:
-                node = marginals_batch(design.batch, u, t, i, edge_marginals=None)[0]
-            else:
-                node = proj.node_marginals
-        if getattr(self.model_, "latent", False):
-            return self.model_.label_marginals(node, design)
-        # by the design's offsets: tabular models' ``packed`` is the bare array X
-        return np.split(node, design.batch.node_offsets[1:-1])
-
-    def _constrained_marginals(self, X, clamp, forbidden):
-        """:meth:`predict_marginals` under constraints: those of the base CRF's
-        potentials (``-inf`` entries), then with an energy their Bethe projection."""
-        from ._decoding import constrained_marginals, constrained_potentials
+    def _constrained_node_marginals(self, X, design, u, t, i, node):
+        """With an energy, the Bethe projection of the constrained CRF."""
         from .inference import bethe_project
-        from .solvers._crf import CRFObjective
 
-        check_is_fitted(self, "coef_")
-        design, _ = self._design(X)
-        design.y = np.zeros(design.batch.n_nodes, np.int64)
-        with n_threads(self.n_jobs):
-            u, t, i = CRFObjective(design, self.C).potentials(self._W, self._P)
-            u, t = constrained_potentials(design, u, t, np.asarray(self.classes_), clamp,
-                                          forbidden)
-            # refuses a sample no labelling satisfies (exact: chains and trees)
-            node = constrained_marginals(design, u, t, i)
-            if self.energy_ is not None:
-                Phi = self._psi_features(X, design, fitting=False)
-                proj = self._projector()
-                node = bethe_project(u, t, proj.energy, batch=design.batch, pw_index=i,
-                                     psi=self._psi(self.psi_coef_, Phi),
-                                     **proj.options).node_marginals
-        # a clamped node's row exactly one-hot (normalising leaves it an ulp off 1)
-        excluded = np.isneginf(u)
-        rows = np.flatnonzero(excluded.any(axis=1))
-        if rows.size:
-            node[excluded] = 0.0
-            node[rows] /= node[rows].sum(axis=1, keepdims=True)
-        return np.split(node, design.batch.node_offsets[1:-1])
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = False
-        return tags
+        if self.energy_ is None:
+            return node
+        Phi = self._psi_features(X, design, fitting=False)
+        proj = self._projector()
+        return bethe_project(u, t, proj.energy, batch=design.batch, pw_index=i,
+                             psi=self._psi(self.psi_coef_, Phi), **proj.options).node_marginals

@@ -18,6 +18,7 @@ def _persisted_classes():
     that ``import skstruct`` stays cheap.
     """
     from ._approx import ApproxStructuredPredictor
+    from ._crf import CRF
     from ._latent import LatentStructuredSVM
     from ._nonlocal import NonLocalCRF
     from ._perceptron import StructuredPerceptron
@@ -34,7 +35,7 @@ def _persisted_classes():
     )
     from .preprocessing import NodeTransformer
 
-    return (ApproxStructuredPredictor, LatentStructuredSVM, NonLocalCRF, StructuredPerceptron,
+    return (ApproxStructuredPredictor, CRF, LatentStructuredSVM, NonLocalCRF, StructuredPerceptron,
             StructuredSVM, ChainModel, GraphModel, HiddenNodesModel, HiddenStatesModel,
             MatchingModel, MulticlassModel, MultiLabelModel,
             LinearMeasurements, NearestStatistic, PoissonCounts, NodeTransformer)
@@ -54,7 +55,7 @@ def trusted_types():
     -------
     names : list of str
         Sorted ``"module.ClassName"`` names, as ``skops.io.get_untrusted_types``
-        reports them: the five estimators, the built-in models, the energies of
+        reports them: the six estimators, the built-in models, the energies of
         :class:`~skstruct.NonLocalCRF` and
         :class:`~skstruct.preprocessing.NodeTransformer`.
 

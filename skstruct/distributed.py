@@ -11,8 +11,9 @@ without a cluster).
 
 What is distributed:
 
-- :class:`~skstruct.NonLocalCRF` without an energy: L-BFGS on the summed
-  objective, the local fit's iterates up to the order of floating-point sums.
+- :class:`~skstruct.CRF` (and :class:`~skstruct.NonLocalCRF` without an
+  energy): L-BFGS on the summed objective, the local fit's iterates up to the
+  order of floating-point sums.
 - :class:`~skstruct.ApproxStructuredPredictor`: the messages of every
   partition's samples live on its worker; each iteration sweeps them there
   and gathers the objective and its gradient, and the client takes the
@@ -49,7 +50,6 @@ import contextlib
 import functools
 import itertools
 import threading
-import time
 import uuid
 
 import numpy as np
@@ -215,7 +215,8 @@ class _CRFPart:
             s = int(np.searchsorted(design.batch.node_offsets, v, side="right") - 1)
             raise ValueError(f"partition {index}: sample {s}: node "
                              f"{v - design.batch.node_offsets[s]} has an unknown label (None); "
-                             "NonLocalCRF on a dask Bag needs fully labelled samples")
+                             f"{type(est).__name__} on a dask Bag needs fully labelled "
+                             "samples")
         self.obj = CRFObjective(design, est.C)
         self.n_unary = design.n_features_total * design.n_columns
         self.n_columns = design.n_columns
@@ -531,38 +532,36 @@ class _DistributedObjective:
 
 
 def fit_crf(est, X, y):
-    """:meth:`NonLocalCRF.fit` on dask Bags (see the module notes)."""
+    """:meth:`CRF.fit` (and :meth:`NonLocalCRF.fit` without an energy) on dask Bags
+    (see the module notes)."""
     from .models import ChainModel, GraphModel
-    from .solvers._crf import CRFObjective, fit_crf_lbfgs
+    from .solvers._crf import CRFObjective
 
     est._check_params()
-    for bad, why in ((est.energy is not None, "energy=None"),
+    name = type(est).__name__
+    for bad, why in ((getattr(est, "energy", None) is not None, "energy=None"),
                      (est.solver != "lbfgs", "solver='lbfgs'"),
                      (est.feature_pairs != "all", "feature_pairs='all'")):
         if bad:
-            raise ValueError(f"NonLocalCRF on a dask Bag needs {why}")
+            raise ValueError(f"{name} on a dask Bag needs {why}")
+    previous = est._warm_source()
     client, data, model, made, _ = _setup(est, X, y, (ChainModel, GraphModel))
     if np.any(made[0].y < 0):
         client.cancel(data)
-        raise ValueError("NonLocalCRF on a dask Bag needs fully labelled samples (no None "
+        raise ValueError(f"{name} on a dask Bag needs fully labelled samples (no None "
                          "labels)")
     local = CRFObjective(est._design(None, None, made)[0], est.C)
+    try:
+        w0 = est._initial_weights(local, previous, None)
+    except ValueError:
+        client.cancel(data)
+        raise
     workers = _Workers(client, data, _make(_CRFPart, est), est.n_jobs)
     try:
-        obj = _DistributedObjective(workers)
-        t0 = time.perf_counter()
-        w, n_iter, hist = fit_crf_lbfgs(obj, np.zeros(local.n_weights), est.max_iter, est.tol,
-                                        est.verbose, overwrite_w0=True)
-        est.fit_seconds_ = time.perf_counter() - t0
+        w, n_iter, hist, seconds = est._run_lbfgs(_DistributedObjective(workers), w0)
     finally:
         workers.close()
-    est._set_theta(local, w)
-    est.n_iter_ = n_iter
-    est.held_out_indices_ = None
-    est.energy_ = None
-    est.psi_coef_ = None
-    est.mean_map_ = None
-    est.history_ = {k: np.asarray(v, np.float64) for k, v in hist.items()}
+    est._set_base_fit(local, w, n_iter, hist, seconds)
     _history(est.history_, workers, len(est.history_["objective"]), est.n_iter_)
     return est
 

@@ -245,8 +245,9 @@ def test_nonlocal_energy_marginals_are_the_projection_of_the_constrained_crf(kin
     X, y, model = _data(kind, seed=7, n=16)
     energy = LinearMeasurements(A=[{"a": 1.0}], b=[-0.5],
                                 A_edge=[{("b", "a"): 1.0}] if edge_term else None)
-    crf = NonLocalCRF(model=model, energy=energy, C=1.0, inference="md", max_oracle_calls=300,
-                      inference_tol=1e-13, energy_max_iter=2, random_state=0).fit(X, y)
+    crf = NonLocalCRF(model=model, energy=energy, C=1.0, inference_method="md",
+                      max_oracle_calls=300, inference_tol=1e-13, energy_max_iter=2,
+                      random_state=0).fit(X, y)
     clamp, forbidden = _constraints(X, seed=8)
     free = crf.predict_marginals(X)
     for a, b in zip(crf.predict_marginals(X, forbidden=[]), free):

@@ -129,7 +129,7 @@ def test_bad_bags_and_unsupported_settings(client):
         ApproxStructuredPredictor(max_iter=2, warm_start=True).fit(Xb, yb)
     with pytest.raises(ValueError, match="balanced"):
         ApproxStructuredPredictor(max_iter=2, class_weight="balanced").fit(Xb, yb)
-    with pytest.raises(ValueError, match="supported by NonLocalCRF without an energy, "):
+    with pytest.raises(ValueError, match="supported by CRF, NonLocalCRF without an energy, "):
         LatentStructuredSVM(StructuredSVM(), max_iter=2).fit(Xb, yb)
     # an unknown label deep in a partition: the error names the partition and the sample
     y_bad = list(y)

@@ -124,7 +124,7 @@ def test_nearest_word_energy_corrects_the_chain(learning):
     # Proposition 1: predict is MAP in the CRF at the projection's potentials
     design, _ = est.model_.design(Xte)
     design.y = np.zeros(design.batch.n_nodes, np.int64)
-    u, t, i = est._theta_tilde(Xte)[2:5]
+    u, t, i = est._scores(Xte)[2:5]
     lab = map_batch(design.batch, u, t, i)
     assert np.array_equal(est.classes_[lab], np.concatenate(est.predict(Xte)))
     marg = est.predict_marginals(Xte)
@@ -149,7 +149,7 @@ def test_pieces_give_global_projections_in_the_estimator():
     assert np.any(glob.objective < local.objective - 0.1)
     # prediction goes through the same projection
     est.set_params(n_pieces="all")
-    u = est._theta_tilde(Xtr)[2]
+    u = est._scores(Xtr)[2]
     assert np.allclose(u, glob.unary)
     # a convex energy has no pieces: "auto" is None
     lin = NonLocalCRF(energy=LinearMeasurements(np.ones((1, 4))))
@@ -266,13 +266,14 @@ def test_pipeline_with_sparse_dict_features():
 
 @pytest.mark.parametrize("params, match", [
     (dict(C=0), "C must be"), (dict(solver="newton"), "solver"), (dict(psi="rbf"), "psi"),
-    (dict(inference="bp"), "inference"), (dict(learning="em"), "learning"),
+    (dict(inference_method="bp"), "inference_method"), (dict(learning="em"), "learning"),
     (dict(energy="words"), "energy must be"), (dict(max_oracle_calls=0), "max_oracle_calls"),
     (dict(batch_size=0), "batch_size"), (dict(gamma=-1.0), "gamma"),
     (dict(psi_init=np.nan), "psi_init"), (dict(fit_theta="yes"), "fit_theta"),
     (dict(n_pieces=0), "n_pieces"), (dict(n_pieces="some"), "n_pieces"),
     (dict(energy=LinearMeasurements(np.ones((1, 3))), n_pieces=3), "minimum of convex pieces"),
-    (dict(energy=NearestStatistic(), inference="accelerated", n_pieces=3), "rda' or 'md'"),
+    (dict(energy=NearestStatistic(), inference_method="accelerated", n_pieces=3),
+     "rda' or 'md'"),
 ])
 def test_bad_parameters(params, match):
     X, y = chains(9, n=6)

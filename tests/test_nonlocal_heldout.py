@@ -31,8 +31,8 @@ def at_most_one(seed=0, n=40, noise=1.5):
 
 ENERGY = LinearMeasurements([{"b": -1.0}], b=[2.0], smoothing=1.0)    # 2 - count(b) >= 1
 TINY = dict(C=1.0, max_iter=500, tol=1e-13, energy=ENERGY, learning="alternating",
-            energy_max_iter=40, inference="md", max_oracle_calls=500, inference_tol=1e-12,
-            C_energy=5.0)
+            energy_max_iter=40, inference_method="md", max_oracle_calls=500,
+            inference_tol=1e-12, C_energy=5.0)
 
 
 # ------------------------------------------------ brute-force reference (no skstruct)

@@ -19,6 +19,7 @@ from sklearn.preprocessing import StandardScaler
 
 import skstruct
 from skstruct import (
+    CRF,
     ApproxStructuredPredictor,
     NonLocalCRF,
     StructuredPerceptron,
@@ -105,12 +106,14 @@ ESTIMATORS = {
     "perceptron": lambda m: StructuredPerceptron(model=m, max_iter=3, random_state=0),
     "approx": lambda m: ApproxStructuredPredictor(model=m, C=0.1, max_iter=5),
     "nonlocal": lambda m: NonLocalCRF(model=m, C=0.1, max_iter=5),
+    "crf": lambda m: CRF(model=m, C=0.1, max_iter=5),
 }
 
 # what each estimator cannot train (it raises at fit: not a skops matter)
 _UNSUPPORTED = {
     ("approx", "matching"), ("nonlocal", "matching"),  # batched built-in models only
     ("nonlocal", "graph_loopy"), ("nonlocal", "multilabel_bool"),  # chains and trees only
+    ("crf", "matching"), ("crf", "graph_loopy"), ("crf", "multilabel_bool"),
 }
 
 CASES = [pytest.param(e, m, id=f"{e}-{m}") for e in ESTIMATORS for m in MODELS
@@ -347,7 +350,8 @@ def test_model_of_your_own_is_refused_until_trusted(data, tmp_path):
 def _public_classes():
     from skstruct import energies, models, preprocessing
 
-    found = {getattr(skstruct, n) for n in ("ApproxStructuredPredictor", "LatentStructuredSVM",
+    found = {getattr(skstruct, n) for n in ("ApproxStructuredPredictor", "CRF",
+                                            "LatentStructuredSVM",
                                             "NonLocalCRF", "StructuredPerceptron",
                                             "StructuredSVM")}
     for module in (models, energies, preprocessing):

@@ -1,0 +1,519 @@
+"""The linear-chain / tree conditional random field trained by maximum likelihood."""
+
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ._base import (
+    C_RANGE,
+    StructuredEstimatorMixin,
+    _is_bag,
+    _refuse_latent_constraints,
+    _set_n_features_in,
+    resolve_model,
+)
+from ._core import n_threads
+from ._core._decoders import TREE, VITERBI
+from ._core._params import Interval, Options, validate_params
+from ._core._warnings import ConvergenceWarning
+from .models import StructuredModel
+
+_SOLVERS = ("lbfgs", "sgd")
+_FEATURE_PAIRS = ("all", "seen")
+
+
+class _FirstValue:
+    """An objective that remembers the value of its first evaluation (the starting
+    point's), which the convergence check needs when L-BFGS ran one iteration."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        self.first = None
+
+    def value_grad(self, w):
+        f, g = self.obj.value_grad(w)
+        if self.first is None:
+            self.first = float(f)
+        return f, g
+
+
+class CRF(StructuredEstimatorMixin, BaseEstimator):
+    """A linear-chain or tree conditional random field trained by maximum likelihood.
+
+    Lafferty, McCallum & Pereira, "Conditional Random Fields: Probabilistic
+    Models for Segmenting and Labeling Sequence Data" (ICML 2001).  The model
+    is ``p(y | x) = exp(score(x, y)) / Z(x)`` with ``score`` linear in the
+    weights: node weights per feature and class, and one transition table (or
+    one table per edge feature).  Marginals and the log partition are exact
+    (forward-backward on chains, sum-product on trees and forests); every
+    graph must be a chain, a tree or a forest.
+
+    The counterpart of ``sklearn_crfsuite.CRF``: behind
+    ``NodeTransformer(DictVectorizer())`` it takes the same per-token feature
+    dicts, and with ``feature_pairs="seen"`` it learns crfsuite's default
+    feature set.  :class:`~skstruct.NonLocalCRF` is this model plus a learned
+    non-local energy on its marginals.
+
+    Parameters
+    ----------
+    model : "auto" or a model from :mod:`skstruct.models`, default="auto"
+        The joint feature map; ``"auto"`` is :class:`~skstruct.models.ChainModel`
+        for lists of arrays, :class:`~skstruct.models.GraphModel` for graph
+        tuples (every graph must be a tree or forest).  With
+        :class:`~skstruct.models.HiddenStatesModel` or
+        :class:`~skstruct.models.HiddenNodesModel` (on trees), and for
+        unknown labels (``None`` in ``y``), the unobserved states are
+        marginalised: the likelihood is that of the labellings consistent
+        with the observed labels (``solver="lbfgs"`` and
+        ``feature_pairs="all"`` only; not convex).  Hidden-variable models
+        start from small random weights drawn with ``random_state``.
+    C : float, default=1.0
+        Inverse regularisation: the CRF minimises ``C * sum_i -log
+        p(y_i | x_i) + ||w||^2 / 2``.  crfsuite's L-BFGS minimises ``-loglik
+        + c2 ||w||^2``, the same minimiser at ``C = 1 / (2 c2)``.  Between
+        ``1e-100`` and ``1e100`` (beyond, L-BFGS's steps overflow or underflow).
+    solver : {"lbfgs", "sgd"}, default="lbfgs"
+        L-BFGS on the whole objective (crfsuite's settings: 6 correction pairs,
+        here stored in single precision, and a Wolfe line search), or AdaGrad
+        steps on mini-batches of ``batch_size`` samples.
+    max_iter : int, default=100
+        L-BFGS iterations, or SGD epochs.
+    tol : float, default=1e-6
+        L-BFGS stops when the relative decrease of the objective falls below
+        ``tol`` (as scipy's ``ftol``); a fit that reaches ``max_iter`` first
+        issues a :class:`~skstruct.inference.ConvergenceWarning`.  SGD runs its
+        ``max_iter`` epochs.
+    feature_pairs : {"all", "seen"}, default="all"
+        Which node weights are learned.  ``"all"``: one weight per feature and
+        class (the ``(n_classes, n_features)`` table).  ``"seen"``: only the
+        feature-class pairs that occur in the training data (a non-zero
+        feature on a node of that class), crfsuite's default feature set
+        (``feature.possible_states=False``); the weights of the other pairs
+        are fixed at exactly 0.  Far fewer weights on sparse features (on
+        CoNLL-2000 chunking, 0.1 million instead of 1.2 million), so less
+        memory and faster training; the model can no longer raise a class for
+        a feature never seen with it (or lower the others).  ``unary_coef_``
+        and ``coef_`` keep their full shapes, with zeros at the unseen pairs.
+    warm_start : bool, default=False
+        Start from the previous fit's ``coef_`` instead of zero (or, for a
+        hidden-variable model, small random weights).  The new data must give
+        the same kind of model, the same ``classes_`` and the same weight
+        shapes (features, edge features); otherwise ``fit`` raises a
+        ``ValueError``.  With ``feature_pairs="seen"`` the previous weights
+        of the pairs seen in the new data are kept.
+    learning_rate : float, default=0.1
+        AdaGrad's step (``solver="sgd"``).
+    batch_size : int, default=64
+        Samples per AdaGrad step (``solver="sgd"``).
+    n_jobs : int, default=None
+        Threads of the compiled kernels.
+    random_state : int, RandomState or None, default=None
+        The mini-batches and their order (``solver="sgd"``) and the starting
+        weights of hidden-variable models.
+    verbose : int, default=0
+        Print the objective after every iteration or epoch.
+
+    Attributes
+    ----------
+    model_ : fitted clone of ``model``
+    classes_ : ndarray
+        The labels seen in ``fit``, in the order of the class axes.
+    coef_ : ndarray
+        All weights, flat: node weights then edge tables.
+    unary_coef_ : ndarray (n_classes, n_features)
+    pairwise_coef_ : ndarray (n_edge_features, n_classes, n_classes)
+        One table (``n_edge_features = 1``) without edge features.
+    n_iter_ : int
+        L-BFGS iterations or SGD epochs run.
+    fit_seconds_ : float
+        Wall time of the training.
+    history_ : dict of arrays
+        ``"objective"`` per iteration and ``"seconds"``, the training time up
+        to it (cumulative); fitted on a dask Bag, also ``"bytes_sent"`` and
+        ``"bytes_received"``, the payload per iteration (mean).
+    n_features_in_ : int
+        Node features of the training data.
+
+    See Also
+    --------
+    NonLocalCRF : this CRF plus a learned non-local energy.
+    ApproxStructuredPredictor : CRFs on loopy graphs (approximate marginals).
+
+    Notes
+    -----
+    ``fit``, ``predict``, ``predict_marginals`` and ``score`` also accept
+    :class:`dask.bag.Bag` samples (see :mod:`skstruct.distributed`): L-BFGS
+    on the objective summed over the partitions, fully labelled samples of
+    :class:`~skstruct.models.ChainModel` or :class:`~skstruct.models.GraphModel`
+    only.
+
+    Examples
+    --------
+    A linear-chain CRF on handwritten words:
+
+    >>> from skstruct import CRF
+    >>> from skstruct.datasets import load_letters
+    >>> d = load_letters()
+    >>> crf = CRF(C=1.0, max_iter=200).fit(d.X[:300], d.y[:300])
+    >>> K = len(crf.classes_)                # letters seen in these words
+    >>> crf.unary_coef_.shape == (K, 128), crf.pairwise_coef_.shape == (1, K, K)
+    (True, True)
+    >>> marginals = crf.predict_marginals(d.X[300:302])
+    >>> [m.shape for m in marginals] == [(len(x), K) for x in d.X[300:302]]
+    True
+    >>> best, = crf.predict_kbest(d.X[300:301], k=2)
+    >>> labels, scores = best
+    >>> labels.shape == (2, len(d.X[300])), bool(scores[0] >= scores[1])
+    (True, True)
+    """
+
+    _parameter_constraints = {
+        "model": [Options("auto"), StructuredModel],
+        "C": [Interval(Real, *C_RANGE)],
+        "solver": [Options(*_SOLVERS)],
+        "max_iter": [Interval(Integral, 1)],
+        "tol": [Interval(Real, 0)],
+        "feature_pairs": [Options(*_FEATURE_PAIRS)],
+        "warm_start": ["boolean"],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [Interval(Integral, 1)],
+        "n_jobs": [None, Interval(Integral)],
+        "random_state": ["random_state"],
+        "verbose": [Interval(Integral, 0), "boolean"],
+    }
+
+    def __init__(self, *, model="auto", C=1.0, solver="lbfgs", max_iter=100, tol=1e-6,
+                 feature_pairs="all", warm_start=False, learning_rate=0.1, batch_size=64,
+                 n_jobs=None, random_state=None, verbose=0):
+        self.model = model
+        self.C = C
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.feature_pairs = feature_pairs
+        self.warm_start = warm_start
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ validation
+    def _check_params(self):
+        validate_params(self)
+
+    def _design(self, X, y=None, made=None):
+        design, packed = self.model_.design(X, y) if made is None else made
+        bad = np.flatnonzero(~np.isin(design.kind, (VITERBI, TREE)))
+        name = type(self).__name__
+        if bad.size and hasattr(self.model_, "edges_"):
+            raise ValueError(f"the label graph of {self.model_!r} has a cycle: {name} needs "
+                             "chains or trees (exact marginals); use "
+                             "MultiLabelModel(edges='tree') or edges='independent'")
+        if bad.size:
+            raise ValueError(f"sample {bad[0]} has a cycle: {name} needs chains or trees "
+                             "(exact marginal inference)")
+        return design, packed
+
+    def _marginalising_conflicts(self):
+        """``(refused, what is needed)`` pairs of the settings that cannot
+        marginalise unobserved states."""
+        return ((self.feature_pairs != "all", "feature_pairs='all'"),
+                (self.solver != "lbfgs", "solver='lbfgs'"))
+
+    def _allowed(self, model, design):
+        """The states each training node may take, when some are not observed (unknown
+        labels, hidden states or hidden nodes: marginalised), else None."""
+        from .models._latent import allowed_states
+
+        if not (getattr(model, "latent", False) or np.any(design.y < 0)):
+            return None
+        what = ("a model with hidden states or hidden nodes"
+                if getattr(model, "latent", False) else "unknown labels (None in y)")
+        for bad, why in self._marginalising_conflicts():
+            if bad:
+                raise ValueError(f"{what}: {type(self).__name__} marginalises the unobserved "
+                                 f"states with {why} only")
+        return allowed_states(model, design)[0]
+
+    # ------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Fit the CRF's weights by maximum likelihood.
+
+        Parameters
+        ----------
+        X : list of samples (see :mod:`skstruct.models`), chains or trees, or a
+            :class:`dask.bag.Bag` of them.
+        y : list of label arrays (``None`` marks an unknown label), or a Bag of
+            them partitioned as ``X``.
+
+        Returns
+        -------
+        self
+        """
+        if _is_bag(X):
+            from .distributed import fit_crf
+
+            return fit_crf(self, X, y)
+        self._check_params()
+        rng = check_random_state(self.random_state)
+        previous = self._warm_source()
+        design = self._fit_model(X, y)
+        self._fit_base(design, rng, previous)
+        return self
+
+    def _fit_model(self, X, y):
+        """Fit the model (``model_``, ``classes_``, ``n_features_in_``); returns the
+        training design."""
+        model, made = resolve_model(self.model, X, y, batched_only=True, design=True)
+        self.model_ = model
+        self.classes_ = model.classes_
+        _set_n_features_in(self, model)
+        return self._design(X, y, made)[0]
+
+    def _fit_base(self, design, rng, previous=None):
+        """Train the CRF on ``design``; sets ``coef_``, ``n_iter_``, ``fit_seconds_``
+        and ``history_`` and returns the objective (in the layout of the trained
+        pairs)."""
+        from .solvers._crf import CRFObjective
+
+        allowed = self._allowed(self.model_, design)
+        pairs = None
+        if self.feature_pairs == "seen":
+            from .solvers._crf import seen_pairs
+
+            pairs = seen_pairs(design)
+        obj = CRFObjective(design, self.C, pairs=pairs, allowed=allowed)
+        w0 = self._initial_weights(obj, previous, rng)
+        with n_threads(self.n_jobs):
+            if self.solver == "lbfgs":
+                w, n_iter, hist, seconds = self._run_lbfgs(obj, w0)
+            else:
+                t0 = time.perf_counter()
+                w, n_iter, hist = self._fit_sgd(design, w0, rng, pairs)
+                seconds = time.perf_counter() - t0
+        del w0
+        self._set_base_fit(obj, w, n_iter, hist, seconds)
+        return obj
+
+    def _warm_source(self):
+        """What a warm start continues from: ``(model type, classes, weight shapes,
+        coef_)`` of the previous fit, or None."""
+        if not self.warm_start or not hasattr(self, "coef_"):
+            return None
+        W, P = self._weights()
+        return type(self.model_), np.asarray(self.classes_).copy(), (W.shape, P.shape), \
+            self.coef_.copy()
+
+    def _initial_weights(self, obj, previous, rng):
+        """The starting weights in ``obj``'s layout: the previous fit's (warm start),
+        small random ones for a hidden-variable model, else zeros."""
+        if previous is not None:
+            kind, classes, shapes, coef = previous
+            name = type(self).__name__
+            what = None
+            if type(self.model_) is not kind:
+                what = (f"the model is a {type(self.model_).__name__}, the previous fit's a "
+                        f"{kind.__name__}")
+            elif not (classes.shape == np.shape(self.classes_)
+                      and np.array_equal(classes, self.classes_)):
+                what = (f"the classes are {list(np.asarray(self.classes_).tolist())}, the "
+                        f"previous fit's {list(classes.tolist())}")
+            elif shapes != (obj.W_shape, obj.P_shape):
+                what = (f"the weights are node {obj.W_shape} and edge {obj.P_shape}, the "
+                        f"previous fit's {shapes[0]} and {shapes[1]}")
+            if what is not None:
+                raise ValueError(f"{name}(warm_start=True) continues from the previous fit's "
+                                 f"weights, but {what}: fit with warm_start=False")
+            if obj.pairs is None:
+                return coef
+            wptr, wlab = obj.pairs
+            nF = obj.W_shape[0] * obj.W_shape[1]
+            W = coef[:nF].reshape(obj.W_shape)
+            rows = np.repeat(np.arange(wptr.shape[0] - 1), np.diff(wptr))
+            return np.concatenate([W[rows, wlab], coef[nF:]])
+        w0 = np.zeros(obj.n_weights)
+        if getattr(self.model_, "latent", False) and rng is not None:
+            # zero weights are a saddle point where the states of a label stay alike
+            w0 += 0.1 * rng.standard_normal(obj.n_weights)
+        return w0
+
+    def _run_lbfgs(self, obj, w0):
+        """L-BFGS from ``w0`` (overwritten) on ``obj`` (anything with ``value_grad``);
+        returns ``(w, n_iter, history, seconds)`` and warns when ``max_iter`` ran out
+        before ``tol`` was met."""
+        from .solvers._crf import fit_crf_lbfgs
+
+        tracked = _FirstValue(obj)
+        t0 = time.perf_counter()
+        w, n_iter, hist = fit_crf_lbfgs(tracked, w0, self.max_iter, self.tol, self.verbose,
+                                        overwrite_w0=True)
+        seconds = time.perf_counter() - t0
+        f = hist["objective"]
+        if n_iter >= self.max_iter and f.size:
+            before = f[-2] if f.size > 1 else tracked.first
+            rel = (before - f[-1]) / max(abs(before), abs(f[-1]), 1.0)
+            if rel > self.tol:
+                # one more evaluation, only when warning: the gradient at the last iterate
+                g = obj.value_grad(w)[1]
+                warnings.warn(
+                    f"{type(self).__name__}: L-BFGS stopped at max_iter={self.max_iter} "
+                    f"iterations before meeting tol={self.tol:g}: the last iteration "
+                    f"decreased the objective by {rel:.3g} (relative), and the gradient "
+                    f"norm is {float(np.sqrt(g @ g)):.3g}; increase max_iter",
+                    ConvergenceWarning, stacklevel=4)
+        return w, n_iter, hist, seconds
+
+    def _set_base_fit(self, obj, w, n_iter, hist, seconds):
+        """Store the trained weights and the record of their training."""
+        self._set_theta(obj, w)
+        self.n_iter_ = int(n_iter)
+        self.fit_seconds_ = float(seconds)
+        self.history_ = {k: np.asarray(v, np.float64) for k, v in hist.items()}
+
+    def _set_theta(self, obj, w):
+        # the full layout (node weights then edge tables), whatever the pairs trained;
+        # the tables the kernels read are views of coef_ (one copy of the weights)
+        coef = np.ascontiguousarray(obj.full_weights(w), dtype=np.float64)
+        nF = obj.W_shape[0] * obj.W_shape[1]
+        self.coef_ = coef
+        self._W, self._P = coef[:nF].reshape(obj.W_shape), coef[nF:].reshape(obj.P_shape)
+
+    def _weights(self):
+        return self._W, self._P
+
+    def _fit_sgd(self, design, w0, rng, pairs=None):
+        """AdaGrad on mini-batches of the CRF objective."""
+        from .solvers._crf import AdaGradCRF
+
+        solver = AdaGradCRF(design, self.C, batch_size=self.batch_size,
+                            learning_rate=self.learning_rate, rng=rng, pairs=pairs)
+        w = w0.copy()
+        hist = {"objective": [], "seconds": []}
+        seconds = 0.0
+        for epoch in range(self.max_iter):
+            t0 = time.perf_counter()
+            solver.epoch(w)
+            seconds += time.perf_counter() - t0
+            hist["objective"].append(solver.objective(w))
+            hist["seconds"].append(seconds)
+            if self.verbose:
+                print(f"epoch {epoch + 1:4d}  objective {hist['objective'][-1]:.8g}",
+                      flush=True)
+        return w, self.max_iter, hist
+
+    # -------------------------------------------------------------- predict
+    def _projected(self):
+        """Whether prediction decodes other potentials than the CRF's own."""
+        return False
+
+    def _scores(self, X, made=None):
+        """Design, packed ``X``, the potentials ``(unary, tables, pw_index)`` that
+        prediction decodes, and what produced them beyond the CRF (None here)."""
+        from .solvers._crf import CRFObjective
+
+        check_is_fitted(self, "coef_")
+        design, packed = self._design(X) if made is None else made
+        design.y = np.zeros(design.batch.n_nodes, np.int64)
+        theta_v, tables, pwi = CRFObjective(design, self.C).potentials(self._W, self._P)
+        return design, packed, theta_v, tables, pwi, None
+
+    def _potentials(self, X):
+        with n_threads(self.n_jobs):
+            design, packed, u, t, i, _ = self._scores(X)
+        return design, packed, (u, t, i)
+
+    def _decode(self, X):
+        from .inference import map_batch
+        from .models._chain import is_plain_chain
+        from .models._predict import predict_labels
+
+        check_is_fitted(self, "coef_")
+        made = self._design(X)
+        if not self._projected() and is_plain_chain(made[0]):
+            # the CRF's MAP is the linear model's: Viterbi with the unary scores made
+            # chain by chain, no (n_nodes, n_classes) array of potentials
+            with n_threads(self.n_jobs):
+                return predict_labels(made[0], self._W, self._P, 0), made[1]
+        with n_threads(self.n_jobs):
+            design, packed, u, t, i, _ = self._scores(X, made)
+            labels = map_batch(design.batch, u, t, i)
+        return labels, packed
+
+    def _node_marginals(self, design, u, t, i, extra):
+        """Node marginals of the potentials :meth:`_scores` gave."""
+        from .inference import marginals_batch
+
+        return marginals_batch(design.batch, u, t, i, edge_marginals=None)[0]
+
+    def predict_marginals(self, X, *, clamp=None, forbidden=None):
+        """Node marginals of every sample under the CRF.
+
+        Parameters
+        ----------
+        X : samples in the format of the fitted model
+        clamp, forbidden : optional
+            Constraints, as for :meth:`predict`: the marginals of the CRF
+            restricted to the labellings that satisfy them.  A sample that no
+            labelling satisfies raises a ``ValueError`` naming it.
+
+        Returns
+        -------
+        list of arrays (n_nodes_i, n_classes), columns in the order of
+        ``classes_``.  For :class:`~skstruct.models.MultiLabelModel` an array
+        ``(n_labels, 2)`` per sample (off, on); for
+        :class:`~skstruct.models.MulticlassModel` ``(1, n_classes)``.
+        """
+        if _is_bag(X):
+            from .distributed import map_predict
+
+            return map_predict(self, X, "predict_marginals", clamp=clamp, forbidden=forbidden)
+        if clamp is not None or forbidden is not None:
+            _refuse_latent_constraints(self)
+            return self._constrained_marginals(X, clamp, forbidden)
+        with n_threads(self.n_jobs):
+            design, packed, u, t, i, extra = self._scores(X)
+            node = self._node_marginals(design, u, t, i, extra)
+        if getattr(self.model_, "latent", False):
+            return self.model_.label_marginals(node, design)
+        # by the design's offsets: tabular models' ``packed`` is the bare array X
+        return np.split(node, design.batch.node_offsets[1:-1])
+
+    def _constrained_node_marginals(self, X, design, u, t, i, node):
+        """The node marginals under constraints, from the constrained potentials and
+        their marginals ``node``."""
+        return node
+
+    def _constrained_marginals(self, X, clamp, forbidden):
+        """:meth:`predict_marginals` under constraints: those of the CRF's potentials
+        with ``-inf`` entries at the excluded states and transitions."""
+        from ._decoding import constrained_marginals, constrained_potentials
+        from .solvers._crf import CRFObjective
+
+        check_is_fitted(self, "coef_")
+        design, _ = self._design(X)
+        design.y = np.zeros(design.batch.n_nodes, np.int64)
+        with n_threads(self.n_jobs):
+            u, t, i = CRFObjective(design, self.C).potentials(self._W, self._P)
+            u, t = constrained_potentials(design, u, t, np.asarray(self.classes_), clamp,
+                                          forbidden)
+            # refuses a sample no labelling satisfies (exact: chains and trees)
+            node = constrained_marginals(design, u, t, i)
+            node = self._constrained_node_marginals(X, design, u, t, i, node)
+        # a clamped node's row exactly one-hot (normalising leaves it an ulp off 1)
+        excluded = np.isneginf(u)
+        rows = np.flatnonzero(excluded.any(axis=1))
+        if rows.size:
+            node[excluded] = 0.0
+            node[rows] /= node[rows].sum(axis=1, keepdims=True)
+        return np.split(node, design.batch.node_offsets[1:-1])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
