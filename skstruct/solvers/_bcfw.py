@@ -26,10 +26,8 @@ from .._core._jit import jit
 from ..models._kernels import expand_coef, symmetric_into
 from ..models._oracle import _corner, make_work
 from ..models._submodular import project_supermodular, project_tables
+from ._bcfw_state import ELL, ELL_AVG, SIGMA, STEP, advance_average
 from ._design_solver import DesignSolver, check_memory
-
-# state slots
-SIGMA, ELL, ELL_AVG, STEP = 0, 1, 2, 3
 
 
 @jit
@@ -99,24 +97,6 @@ def sample_grams(node_offsets, xdata, xind, xptr, xrow, xoff, n_features, max_no
             for p in range(xptr[ra], xptr[ra + 1]):
                 dense[xind[p] + xoff[va]] = 0.0
     return gram, gofs
-
-
-@jit
-def advance_average(state, k, En, Pt):
-    """Weighted averaging after step ``k``: ``rho = 2 / (k + 2)``."""
-    if k == 0.0:
-        En[:] = 0.0
-        Pt[:] = 0.0
-        state[SIGMA] = 1.0
-        state[ELL_AVG] = state[ELL]
-        return
-    rho = 2.0 / (k + 2.0)
-    state[SIGMA] *= 1.0 - rho
-    state[ELL_AVG] = (1.0 - rho) * state[ELL_AVG] + rho * state[ELL]
-    if state[SIGMA] < 1e-150:
-        En *= state[SIGMA]
-        Pt *= state[SIGMA]
-        state[SIGMA] = 1.0
 
 
 @jit
