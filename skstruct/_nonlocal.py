@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
+from ._backends import bag_operation
 from ._base import (
     C_RANGE,
     StructuredEstimatorMixin,
@@ -391,9 +392,7 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         if _is_bag(X):
             if X_val is not None or y_val is not None:
                 raise ValueError("X_val and y_val are not supported with a dask Bag")
-            from .distributed import fit_crf
-
-            return fit_crf(self, X, y)
+            return bag_operation("NonLocalCRF")(self, X, y)
         self._check_params()
         given_val = self._check_validation_data(X_val, y_val)
         rng = check_random_state(self.random_state)
@@ -673,9 +672,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         :class:`~skstruct.models.MulticlassModel` ``(1, n_classes)``.
         """
         if _is_bag(X):
-            from .distributed import map_predict
-
-            return map_predict(self, X, "predict_marginals", clamp=clamp, forbidden=forbidden)
+            return bag_operation("map_predict")(self, X, "predict_marginals", clamp=clamp,
+                                                forbidden=forbidden)
         from .inference import marginals_batch
 
         if clamp is not None or forbidden is not None:
