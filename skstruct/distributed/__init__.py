@@ -50,20 +50,40 @@ from .._backends import register_bag
 __all__ = []
 
 
-def _driver(module, name):
-    """``name`` of the driver ``module``, imported on first use: ``import skstruct``
-    stays cheap and needs no dask."""
-    def run(*args, **kwargs):
-        import importlib
+# the drivers are imported on first use: import skstruct stays cheap and needs no dask
+def _fit_crf(est, X, y):
+    from ._crf import fit_crf
 
-        return getattr(importlib.import_module(f"{__name__}.{module}"), name)(*args, **kwargs)
-    run.__name__ = run.__qualname__ = name
-    return run
+    return fit_crf(est, X, y)
+
+
+def _fit_approx(est, X, y):
+    from ._approx import fit_approx
+
+    return fit_approx(est, X, y)
+
+
+def _fit_ssvm(est, X, y):
+    from ._ssvm import fit_ssvm
+
+    return fit_ssvm(est, X, y)
+
+
+def _map_predict(est, X, method, **kwargs):
+    from ._predict import map_predict
+
+    return map_predict(est, X, method, **kwargs)
+
+
+def _score(est, X, y):
+    from ._predict import score
+
+    return score(est, X, y)
 
 
 # what the estimators find under their names when handed a dask Bag
-register_bag("NonLocalCRF", _driver("_crf", "fit_crf"))
-register_bag("ApproxStructuredPredictor", _driver("_approx", "fit_approx"))
-register_bag("StructuredSVM", _driver("_ssvm", "fit_ssvm"))
-register_bag("map_predict", _driver("_predict", "map_predict"))
-register_bag("score", _driver("_predict", "score"))
+register_bag("NonLocalCRF", _fit_crf)
+register_bag("ApproxStructuredPredictor", _fit_approx)
+register_bag("StructuredSVM", _fit_ssvm)
+register_bag("map_predict", _map_predict)
+register_bag("score", _score)

@@ -6,16 +6,8 @@ import itertools
 import numpy as np
 
 from ..solvers._primal_dual import ParameterStep
-from ._transport import (
-    _history,
-    _make,
-    _naming,
-    _partition_design,
-    _setup,
-    _shapes,
-    _split,
-    _Workers,
-)
+from ._transport import _history, _setup, _shapes, _Workers
+from ._workers import _make, _naming, _partition_design, _split
 
 
 class _PrimalDualPart:

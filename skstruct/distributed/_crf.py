@@ -4,7 +4,8 @@ import time
 
 import numpy as np
 
-from ._transport import _history, _make, _partition_design, _setup, _sparse_rows, _Workers
+from ._transport import _history, _setup, _Workers
+from ._workers import _make, _partition_design, _sparse_rows
 
 
 class _CRFPart:

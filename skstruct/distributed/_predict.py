@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from ._transport import _as_list, _dask, _pairs
+from ._transport import _dask, _pairs
+from ._workers import _as_list
 
 
 def _predict_part(part, est, method, kwargs):

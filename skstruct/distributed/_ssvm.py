@@ -4,17 +4,8 @@ parallel BCFW rounds."""
 import numpy as np
 
 from ..solvers import BCFW, Subgradient
-from ._transport import (
-    _history,
-    _make,
-    _naming,
-    _partition_design,
-    _setup,
-    _shapes,
-    _sparse_rows,
-    _split,
-    _Workers,
-)
+from ._transport import _history, _setup, _shapes, _Workers
+from ._workers import _make, _naming, _partition_design, _sparse_rows, _split
 
 
 class _SSVMPart:
