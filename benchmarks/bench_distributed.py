@@ -96,7 +96,7 @@ def cluster(n):
 
 
 def run(fit, n_workers):
-    from skstruct import distributed as skd
+    from skstruct.distributed import _transport as skd
 
     rows = []
     for n in n_workers:

@@ -6,6 +6,8 @@ on disk), and subpackages load when first touched.
 
 import importlib
 
+# registers the dask Bag operations the estimators look up (imports no dask)
+from . import distributed  # noqa: F401
 from ._persist import trusted_types
 
 __version__ = "0.1.0.dev0"

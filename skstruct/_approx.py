@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ._backends import bag_operation
 from ._base import (
     C_RANGE,
     StructuredEstimatorMixin,
@@ -247,9 +248,7 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
 
         self._check_params()
         if _is_bag(X):
-            from .distributed import fit_approx
-
-            return fit_approx(self, X, y)
+            return bag_operation("ApproxStructuredPredictor")(self, X, y)
         model, (design, _) = resolve_model(self.model, X, y, batched_only=True, design=True)
         self._check_model(model)
         self._check_labels(design)

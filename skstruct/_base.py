@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
+from ._backends import bag_operation
 from ._core import n_threads
 from ._core._packing import check_sequence
 from .models import StructuredModel, auto_model
@@ -181,9 +182,8 @@ class StructuredEstimatorMixin:
             multiclass.
         """
         if _is_bag(X):
-            from .distributed import map_predict
-
-            return map_predict(self, X, "predict", clamp=clamp, forbidden=forbidden)
+            return bag_operation("map_predict")(self, X, "predict", clamp=clamp,
+                                                forbidden=forbidden)
         check_is_fitted(self, "coef_")
         if clamp is not None or forbidden is not None:
             from ._decoding import constrained_map
@@ -279,9 +279,8 @@ class StructuredEstimatorMixin:
         ``(n_labels, 2)`` per sample: off, on).
         """
         if _is_bag(X):
-            from .distributed import map_predict
-
-            return map_predict(self, X, "predict_marginals", clamp=clamp, forbidden=forbidden)
+            return bag_operation("map_predict")(self, X, "predict_marginals", clamp=clamp,
+                                                forbidden=forbidden)
         from ._decoding import constrained_marginals
 
         check_is_fitted(self, "coef_")
@@ -328,9 +327,7 @@ class StructuredEstimatorMixin:
         A label never seen in ``fit`` counts as an error.
         """
         if _is_bag(X):
-            from .distributed import score
-
-            return score(self, X, y)
+            return bag_operation("score")(self, X, y)
         from .metrics import hamming_accuracy
 
         return hamming_accuracy(y, self.predict(X))

@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._backends import bag_operation
 from ._base import (
     C_RANGE,
     StructuredEstimatorMixin,
@@ -257,9 +258,7 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
         self
         """
         if _is_bag(X):
-            from .distributed import fit_crf
-
-            return fit_crf(self, X, y)
+            return bag_operation("CRF")(self, X, y)
         self._check_params()
         rng = check_random_state(self.random_state)
         previous = self._warm_source()
@@ -470,9 +469,8 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
         :class:`~skstruct.models.MulticlassModel` ``(1, n_classes)``.
         """
         if _is_bag(X):
-            from .distributed import map_predict
-
-            return map_predict(self, X, "predict_marginals", clamp=clamp, forbidden=forbidden)
+            return bag_operation("map_predict")(self, X, "predict_marginals", clamp=clamp,
+                                                forbidden=forbidden)
         if clamp is not None or forbidden is not None:
             _refuse_latent_constraints(self)
             return self._constrained_marginals(X, clamp, forbidden)

@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
+from ._backends import bag_operation
 from ._base import (
     C_RANGE,
     StructuredEstimatorMixin,
@@ -342,9 +343,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         """
         self._check_params()
         if _is_bag(X):
-            from .distributed import fit_ssvm
-
-            return fit_ssvm(self, X, y)
+            return bag_operation("StructuredSVM")(self, X, y)
         if isinstance(self.model, StructuredModel) and not self.model.has_batched_path():
             # before the model's own initialize sees them
             _sample_lists(X, y)

@@ -38,7 +38,7 @@ def test_a_bag_without_a_client_is_refused():
 def test_without_dask_the_error_names_the_extra(monkeypatch):
     import sys
 
-    from skstruct import distributed as skd
+    from skstruct.distributed import _transport as skd
 
     monkeypatch.setitem(sys.modules, "distributed", None)
     with pytest.raises(ImportError, match=r"skstruct\[dask\]"):
@@ -251,7 +251,7 @@ def kill_at(round_, partition=0):
 
 @pytest.fixture
 def lose_a_worker(monkeypatch):
-    from skstruct import distributed as skd
+    from skstruct.distributed import _transport as skd
 
     monkeypatch.setattr(skd, "_PATIENCE", 0.5)
 

@@ -412,7 +412,7 @@ def loss_augmented_labels(design, W, P, inference_iter):
     """Margin-rescaled Hamming-loss-augmented MAP labels (N,) of every node of
     ``design`` (whose ``y`` holds the true labels) under weights ``W``, ``P``."""
     from .._core import n_chunks
-    from ._predict import check_cuttable, scratch
+    from ._scratch import check_cuttable, scratch
 
     check_cuttable(design, P)
     N = design.batch.n_nodes

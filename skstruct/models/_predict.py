@@ -4,12 +4,11 @@ import numpy as np
 from numba import prange
 
 from .._core import n_chunks
-from .._core._decoders import GRAPHCUT
 from .._core._jit import pjit
 from ._chain import chain_pass, is_plain_chain
 from ._kernels import _tables, node_scores
 from ._oracle import decode, make_work
-from ._submodular import supermodular_violation
+from ._scratch import check_cuttable, scratch
 
 
 @pjit
@@ -23,42 +22,6 @@ def _predict_kernel(D, W, P, U, PE, msgs, bp, lab, belief, up, max_nodes, max_ed
             node_scores(D, n0, n1, W, 1.0, U)
             pair = _tables(D, s, P, PE)
             decode(D, s, U, pair, msgs, bp, lab, work)
-
-
-def scratch(design, decode_only=False):
-    """The shared per-node / per-edge scratch arrays of the kernels.
-
-    Arrays a kernel will not touch for this design are allocated with one row
-    (message arrays without TRW-S or MPLP samples, tree beliefs without tree
-    samples, the learner's arrays when only decoding).
-    """
-    b = design.batch
-    K = design.n_classes
-    N = b.n_nodes
-    E = b.n_edges
-    need_tree = bool(np.any(design.kind == 1))
-    need_msgs = bool(np.any(design.kind == 3))
-    nl = 1 if decode_only else N
-    return dict(
-        U=np.zeros((N, K)), Ua=np.zeros((nl, K)),
-        PE=np.zeros((1, K, K)) if design.tied else np.zeros((E, K, K)),
-        msgs=np.zeros((2 * E if need_msgs else 1, K)),
-        bp=np.zeros((N, K), np.uint8 if K <= 256 else np.int64), lab=np.zeros(N, np.int64),
-        Sc=np.zeros((nl, design.n_columns)),
-        belief=np.zeros((N if need_tree else 1, K)), up=np.zeros((N if need_tree else 1, K)))
-
-
-def check_cuttable(design, P):
-    """Refuse tables a minimum cut cannot decode exactly, when the design cuts:
-    weights from outside the learners (a user's ``w``, a warm start from
-    another model) would otherwise be decoded silently wrong."""
-    if not np.any(design.kind == GRAPHCUT):
-        return
-    bad, f = supermodular_violation(P)
-    if bad > 1e-9 * (1.0 + float(np.abs(P).max(initial=0.0))):
-        raise ValueError(f"pairwise table {f} is not supermodular in the label order (a 2 x 2 "
-                         f"block misses by {bad:.3g}); graph-cut decoding needs "
-                         "P[a, b] + P[a+1, b+1] >= P[a, b+1] + P[a+1, b]")
 
 
 def predict_labels(design, W, P, trws_iter):

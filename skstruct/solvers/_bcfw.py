@@ -27,10 +27,8 @@ from .._core._validation import check_memory
 from ..models._kernels import expand_coef, symmetric_into
 from ..models._oracle import _corner, make_work
 from ..models._submodular import project_supermodular, project_tables
+from ._bcfw_state import ELL, ELL_AVG, SIGMA, STEP, advance_average
 from ._design_solver import DesignSolver
-
-# state slots
-SIGMA, ELL, ELL_AVG, STEP = 0, 1, 2, 3
 
 
 @jit
@@ -100,24 +98,6 @@ def sample_grams(node_offsets, xdata, xind, xptr, xrow, xoff, n_features, max_no
             for p in range(xptr[ra], xptr[ra + 1]):
                 dense[xind[p] + xoff[va]] = 0.0
     return gram, gofs
-
-
-@jit
-def advance_average(state, k, En, Pt):
-    """Weighted averaging after step ``k``: ``rho = 2 / (k + 2)``."""
-    if k == 0.0:
-        En[:] = 0.0
-        Pt[:] = 0.0
-        state[SIGMA] = 1.0
-        state[ELL_AVG] = state[ELL]
-        return
-    rho = 2.0 / (k + 2.0)
-    state[SIGMA] *= 1.0 - rho
-    state[ELL_AVG] = (1.0 - rho) * state[ELL_AVG] + rho * state[ELL]
-    if state[SIGMA] < 1e-150:
-        En *= state[SIGMA]
-        Pt *= state[SIGMA]
-        state[SIGMA] = 1.0
 
 
 @jit
@@ -359,6 +339,8 @@ class BCFW(DesignSolver):
                          "fewer labels")
             self.Pi = np.zeros((S,) + self.P.shape)
             self.pairs = None
+        # the blocks before the last round of :meth:`local_round`
+        self.moved = None
 
     def _fused_chain_applies(self):
         """Margin rescaling on plain chains (see :func:`~skstruct.models._chain.is_plain_chain`)
@@ -394,6 +376,54 @@ class BCFW(DesignSolver):
                          sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], self.V, self.DP,
                          self.mark, self.touched, self.gram, self.gofs, sc["belief"], sc["up"],
                          d.max_nodes, d.max_edges, self.project, self.Pp, self.mu)
+
+    def local_round(self, W, P, order, gamma):
+        """One round of a partition of the parallel BCFW of CoCoA+ (Ma, Smith, Jaggi,
+        Jordan, Richtarik & Takac, "Adding vs. Averaging in Distributed Primal-Dual
+        Optimization", ICML 2015) on these samples.
+
+        The blocks' move of the previous round is first scaled by ``gamma``, the
+        step the coordinator took along the sum of every partition's moves (0
+        drops it, 1 keeps it); then one pass over ``order`` runs from the
+        coordinator's weights ``W, P``.  To solve CoCoA+'s local problem rather
+        than this partition's dual, build the solver with ``lam`` divided by the
+        number of partitions: its quadratic term is then counted once per
+        partition, as if every partition moved as this one does.
+
+        Parameters
+        ----------
+        W, P : ndarray
+            The coordinator's weights (not modified).
+        order : ndarray of int
+            The samples of the pass, in order.
+        gamma : float
+            The coordinator's step along the last round's moves.
+
+        Returns
+        -------
+        gap : float
+            The sum of the per-block Frank-Wolfe gaps met on the way.
+        dW, dP : ndarray
+            The move of the weights in the round.
+        d_ell : float
+            The move of the dual's linear term.
+        """
+        if self.fused_chain:
+            # the rounds scale every block's move: keep the pairwise blocks dense
+            Pi = np.array(self.pairwise_blocks(), dtype=np.float64, order="C").reshape(
+                (self.n_samples,) + self.P.shape)
+            self.fused_chain, self.pairs, self.Pi = False, None, Pi
+        if self.moved is not None:
+            A, Pi, ell_i = self.moved
+            self.A = A + gamma * (self.A - A)
+            self.Pi = Pi + gamma * (self.Pi - Pi)
+            self.ell_i = ell_i + gamma * (self.ell_i - ell_i)
+        self.moved = (self.A.copy(), self.Pi.copy(), self.ell_i.copy())
+        self.W, self.P = W.copy(), P.copy()
+        ell0 = float(self.ell_i.sum())
+        self.state[ELL] = ell0
+        gap = self.run_pass(np.ascontiguousarray(order, dtype=np.int64))
+        return gap, self.W - W, self.P - P, float(self.state[ELL]) - ell0
 
     def relabel(self, old, y_old):
         """Carry ``old``'s dual blocks over to the new truth (see

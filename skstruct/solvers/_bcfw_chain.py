@@ -16,7 +16,7 @@ import numpy as np
 from .._core._jit import jit
 from .._core._validation import check_memory
 from ..models._chain import chain_oracle as _chain_oracle
-from ._bcfw import ELL, SIGMA, STEP, advance_average
+from ._bcfw_state import ELL, SIGMA, STEP, advance_average
 
 
 @jit

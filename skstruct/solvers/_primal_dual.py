@@ -5,8 +5,8 @@ Large Scale Structured Prediction", NIPS 2010.  The message sweeps and the
 per-sample objective are inference (:mod:`skstruct.inference._primal_dual`);
 this module holds what learning adds: the objective and gradient in the
 parameters (:func:`pd_gradient`, and :func:`fused_value` for line-search
-trials), and :class:`PrimalDual`, the solver that owns the weights, the
-messages and the step's memory.
+trials), :class:`ParameterStep`, the parameter step with its memory, and
+:class:`PrimalDual`, the solver over it that also owns the messages.
 """
 
 
@@ -211,7 +211,179 @@ def counting_numbers(design, cn):
     return c_node, c_edge
 
 
-class PrimalDual:
+class ParameterStep:
+    """The parameter step of Hazan & Urtasun's learner, apart from the messages:
+    the parameters ``W, P``, the regulariser ``sum |w| ** p / p`` and the
+    step's memory (L-BFGS pairs, last step lengths).
+
+    A subclass provides the objective at a trial (:meth:`value`), the
+    messages a trial is judged at (:meth:`trial_messages`) and what keeping a
+    trial's messages means (:meth:`adopt`); :class:`PrimalDual` holds the
+    messages itself, a distributed fit keeps them on the machines that hold
+    the samples.
+
+    Parameters
+    ----------
+    W_shape, P_shape : tuple of int
+        Shapes of the unary weights and of the pairwise tables.
+    p, C : float
+        Regulariser exponent, data weight.
+    direction : {"lbfgs", "gradient"}
+    step_size : float or None
+        First trial step of the gradient direction's line search.
+    """
+
+    def __init__(self, W_shape, P_shape, *, p=2.0, C=1.0, direction="lbfgs", step_size=None):
+        self.p, self.C = float(p), float(C)
+        self.direction = direction
+        self.W = np.zeros(W_shape)
+        self.P = np.zeros(P_shape)
+        self.step = step_size
+        self.pairs = []
+        self.g_prev = None
+        self.n_iter = 0
+        self.seconds = 0.0
+        # times the state was partly reset (a distributed fit that lost a worker)
+        self.restarts = 0
+
+    def value(self, W, P, lam):
+        """The objective at weights ``W, P`` and messages ``lam``."""
+        raise NotImplementedError
+
+    def trial_messages(self, W, P):
+        """The messages a line-search trial at ``W, P`` is judged at."""
+        raise NotImplementedError
+
+    def adopt(self, lam):
+        """Keep the messages ``lam`` of the accepted trial."""
+        raise NotImplementedError
+
+    def _reg(self, W, P):
+        p = float(self.p)
+        # with a large p, |w| ** p overflows as soon as a trial step takes a weight much
+        # past 1: the regulariser is then +inf and the line search rejects the trial
+        with np.errstate(over="ignore"):
+            return (np.sum(np.abs(W) ** p) + np.sum(np.abs(P) ** p)) / p
+
+    def regularised(self, W, P, value, gW, gP):
+        """The objective and its gradient from the data term's: the regulariser added.
+
+        Parameters
+        ----------
+        W, P : ndarray
+            The weights.
+        value : float
+            The data term at ``W, P``.
+        gW, gP : ndarray
+            Its gradient.
+
+        Returns
+        -------
+        value, gW, gP
+            The objective and its gradient.
+        """
+        p = float(self.p)
+        return (self._reg(W, P) + value, gW + np.abs(W) ** (p - 1.0) * np.sign(W),
+                gP + np.abs(P) ** (p - 1.0) * np.sign(P))
+
+    def weights(self):
+        """Copies of the parameters ``W, P``."""
+        return self.W.copy(), self.P.copy()
+
+    def _direction(self, g):
+        """Descent direction: ``-g``, or L-BFGS's two-loop estimate of
+        ``-H^-1 g`` from the last ``memory`` steps (``-g`` if that is not a
+        descent direction)."""
+        pairs = self.pairs
+        if self.direction == "gradient" or not pairs:
+            return -g, False
+        q = g.copy()
+        alphas = []
+        for s_, y_, rho in reversed(pairs):
+            a = rho * (s_ @ q)
+            alphas.append(a)
+            q -= a * y_
+        s_, y_, _ = pairs[-1]
+        q *= (s_ @ y_) / (y_ @ y_)
+        for (s_, y_, rho), a in zip(pairs, reversed(alphas)):
+            q += (a - rho * (y_ @ q)) * s_
+        d = -q
+        if d @ g >= 0.0:
+            pairs.clear()
+            return -g, False
+        return d, True
+
+    def take_step(self, value, gW, gP):
+        """The parameter step: Armijo backtracking along the descent direction.
+
+        Parameters
+        ----------
+        value : float
+            The objective at ``self.W, self.P``.
+        gW, gP : ndarray
+            Its gradient.
+
+        Returns
+        -------
+        float
+            The objective after the step (``value`` when no trial decreased it).
+        """
+        nW = gW.size
+        g = np.concatenate([gW.ravel(), gP.ravel()])
+        if self.g_prev is not None:
+            # the curvature pair of the last accepted step
+            s_ = self.s_prev
+            y_ = g - self.g_prev
+            sy = s_ @ y_
+            if sy > 1e-10 * np.sqrt((s_ @ s_) * (y_ @ y_)):
+                self.pairs.append((s_, y_, 1.0 / sy))
+                del self.pairs[:-10]
+        self.g_prev = None
+        d, quasi_newton = self._direction(g)
+        slope = float(g @ d)
+        if slope == 0.0:
+            return value
+        if quasi_newton:
+            # L-BFGS's natural step is 1; where the messages still move a lot
+            # between iterations it is often too long, so start from twice the
+            # last accepted one
+            eta = min(1.0, 2.0 * getattr(self, "qn_step", 1.0))
+        else:
+            eta = self.step if self.step is not None else 1.0 / np.sqrt(-slope)
+        dW = d[:nW].reshape(gW.shape)
+        dP = d[nW:].reshape(gP.shape)
+        first = True
+        for _ in range(60):
+            W = self.W + eta * dW
+            P = self.P + eta * dP
+            lam = self.trial_messages(W, P)
+            trial = self.value(W, P, lam)
+            if trial <= value + 1e-4 * eta * slope:
+                self.W, self.P = W, P
+                self.adopt(lam)
+                if quasi_newton:
+                    self.qn_step = eta
+                else:
+                    # grow the next trial only after a first-try success: each
+                    # rejected trial costs a pass over the data
+                    self.step = 1.5 * eta if first else eta
+                self.g_prev = g
+                self.s_prev = eta * d
+                return trial
+            first = False
+            # the minimiser of the quadratic through value, slope and trial,
+            # kept within [0.1, 0.5] of the step (halving when it is no help)
+            denom = 2.0 * (trial - value - eta * slope)
+            shrink = -slope * eta / denom if denom > 0.0 and np.isfinite(trial) else 0.5
+            eta *= min(max(shrink, 0.1), 0.5)
+        # no decrease along the direction: keep theta, forget the curvature
+        self.pairs.clear()
+        if not quasi_newton:
+            self.step = eta
+        return value
+
+
+class PrimalDual(ParameterStep):
     """Hazan & Urtasun's learner on a built-in model's design: its state is
     the parameters ``W, P``, every sample's messages ``lam`` and the
     parameter step's memory (L-BFGS pairs, last step lengths).
@@ -239,8 +411,6 @@ class PrimalDual:
                  loss=True, direction="lbfgs", step_size=None, message_passes=1):
         self.design = design
         self.D = design.args(design.y, loss_weight, 1)
-        self.p, self.C = float(p), float(C)
-        self.direction = direction
         self.message_passes = int(message_passes)
         b = design.batch
         F, Kp, EF, K = (design.n_features_total, design.n_columns, design.n_edge_features,
@@ -251,16 +421,9 @@ class PrimalDual:
                          f"the per-edge ({K}, {K}) tables of {b.n_edges} edges",
                          "edge features give every edge its own table; drop them, merge "
                          "classes, or fit on fewer samples at a time")
-        self.W = np.zeros((F, Kp))
-        self.P = np.zeros((EF, K, K))
+        super().__init__((F, Kp), (EF, K, K), p=p, C=C, direction=direction,
+                         step_size=step_size)
         self.lam = np.zeros((2 * b.n_edges, K))
-        self.step = step_size
-        self.pairs = []
-        self.g_prev = None
-        self.n_iter = 0
-        self.seconds = 0.0
-        # times the state was partly reset (a distributed fit that lost a worker)
-        self.restarts = 0
         self.c_node, self.c_edge = c_node, c_edge
         self.nonconvex = bool(np.any(c_node < 0) or np.any(c_edge < 0))
         # chains and trees get a symmetric sweep (exact in one for Bethe)
@@ -331,13 +494,6 @@ class PrimalDual:
                      lam, self.chunks, terms, nb, eb, beliefs)
         return truth, terms, nb, eb
 
-    def _reg(self, W, P):
-        p = float(self.p)
-        # with a large p, |w| ** p overflows as soon as a trial step takes a weight much
-        # past 1: the regulariser is then +inf and the line search rejects the trial
-        with np.errstate(over="ignore"):
-            return (np.sum(np.abs(W) ** p) + np.sum(np.abs(P) ** p)) / p
-
     def value(self, W, P, lam):
         return self._reg(W, P) + self.data_value(W, P, lam)
 
@@ -365,13 +521,7 @@ class PrimalDual:
         return self._terms(W, P, lam, True)[2]
 
     def value_and_grad(self, W, P, lam):
-        return self._regularised(W, P, *self.data_value_and_grad(W, P, lam))
-
-    def _regularised(self, W, P, value, gW, gP):
-        """The objective and gradient from the data term's: the regulariser added."""
-        p = float(self.p)
-        return (self._reg(W, P) + value, gW + np.abs(W) ** (p - 1.0) * np.sign(W),
-                gP + np.abs(P) ** (p - 1.0) * np.sign(P))
+        return self.regularised(W, P, *self.data_value_and_grad(W, P, lam))
 
     def data_value_and_grad(self, W, P, lam):
         """:meth:`data_value` and its gradient in ``W, P``."""
@@ -408,14 +558,27 @@ class PrimalDual:
         objective after it."""
         self.sweep(self.W, self.P, self.lam, self.message_passes)
         value, gW, gP = self.value_and_grad(self.W, self.P, self.lam)
-        return self._step(value, gW, gP)
+        return self.take_step(value, gW, gP)
 
-    def weights(self):
-        return self.W.copy(), self.P.copy()
+    def trial_messages(self, W, P, sweep=None):
+        """The messages a line-search trial at ``W, P`` is judged at.
 
-    def _trial_messages(self, W, P):
-        """The messages a line-search trial at ``W, P`` is judged at."""
-        if not self.nonconvex:
+        Parameters
+        ----------
+        W, P : ndarray
+            The trial weights.
+        sweep : bool or None
+            Sweep a copy of the messages for the trial (``message_passes``
+            sweeps) rather than judge it at the current ones; None: when the
+            counting numbers are not all non-negative (``nonconvex``).
+
+        Returns
+        -------
+        ndarray
+            The current messages, or the trial's copy (give it to :meth:`adopt`
+            when the trial is accepted).
+        """
+        if not (self.nonconvex if sweep is None else sweep):
             return self.lam
         # with negative counting numbers F is not bounded below in the messages, so F
         # at stale messages is no upper bound and a step could exploit them: judge the
@@ -424,85 +587,25 @@ class PrimalDual:
         self.sweep(W, P, lam, self.message_passes)
         return lam
 
-    def _adopt(self, lam):
-        """Keep the messages of the accepted trial."""
+    def adopt(self, lam):
+        """Keep the messages ``lam`` of the accepted trial (from :meth:`trial_messages`)."""
         self.lam = lam
 
-    def _direction(self, g):
-        """Descent direction: ``-g``, or L-BFGS's two-loop estimate of
-        ``-H^-1 g`` from the last ``memory`` steps (``-g`` if that is not a
-        descent direction)."""
-        pairs = self.pairs
-        if self.direction == "gradient" or not pairs:
-            return -g, False
-        q = g.copy()
-        alphas = []
-        for s_, y_, rho in reversed(pairs):
-            a = rho * (s_ @ q)
-            alphas.append(a)
-            q -= a * y_
-        s_, y_, _ = pairs[-1]
-        q *= (s_ @ y_) / (y_ @ y_)
-        for (s_, y_, rho), a in zip(pairs, reversed(alphas)):
-            q += (a - rho * (y_ @ q)) * s_
-        d = -q
-        if d @ g >= 0.0:
-            pairs.clear()
-            return -g, False
-        return d, True
+    def data_round(self, W, P):
+        """The messages' share of an iteration whose parameter step is taken
+        elsewhere: ``message_passes`` sweeps at ``W, P``, then the data term.
 
-    def _step(self, value, gW, gP):
-        """Armijo backtracking along the descent direction; returns the new value."""
-        nW = gW.size
-        g = np.concatenate([gW.ravel(), gP.ravel()])
-        if self.g_prev is not None:
-            # the curvature pair of the last accepted step
-            s_ = self.s_prev
-            y_ = g - self.g_prev
-            sy = s_ @ y_
-            if sy > 1e-10 * np.sqrt((s_ @ s_) * (y_ @ y_)):
-                self.pairs.append((s_, y_, 1.0 / sy))
-                del self.pairs[:-10]
-        self.g_prev = None
-        d, quasi_newton = self._direction(g)
-        slope = float(g @ d)
-        if slope == 0.0:
-            return value
-        if quasi_newton:
-            # L-BFGS's natural step is 1; where the messages still move a lot
-            # between iterations it is often too long, so start from twice the
-            # last accepted one
-            eta = min(1.0, 2.0 * getattr(self, "qn_step", 1.0))
-        else:
-            eta = self.step if self.step is not None else 1.0 / np.sqrt(-slope)
-        dW = d[:nW].reshape(gW.shape)
-        dP = d[nW:].reshape(gP.shape)
-        first = True
-        for _ in range(60):
-            W = self.W + eta * dW
-            P = self.P + eta * dP
-            lam = self._trial_messages(W, P)
-            trial = self.value(W, P, lam)
-            if trial <= value + 1e-4 * eta * slope:
-                self.W, self.P = W, P
-                self._adopt(lam)
-                if quasi_newton:
-                    self.qn_step = eta
-                else:
-                    # grow the next trial only after a first-try success: each
-                    # rejected trial costs a pass over the data
-                    self.step = 1.5 * eta if first else eta
-                self.g_prev = g
-                self.s_prev = eta * d
-                return trial
-            first = False
-            # the minimiser of the quadratic through value, slope and trial,
-            # kept within [0.1, 0.5] of the step (halving when it is no help)
-            denom = 2.0 * (trial - value - eta * slope)
-            shrink = -slope * eta / denom if denom > 0.0 and np.isfinite(trial) else 0.5
-            eta *= min(max(shrink, 0.1), 0.5)
-        # no decrease along the direction: keep theta, forget the curvature
-        self.pairs.clear()
-        if not quasi_newton:
-            self.step = eta
-        return value
+        Parameters
+        ----------
+        W, P : ndarray
+            The weights of the iteration.
+
+        Returns
+        -------
+        value : float
+            :meth:`data_value` at the swept messages.
+        gW, gP : ndarray
+            Its gradient in ``W, P``.
+        """
+        self.sweep(W, P, self.lam, self.message_passes)
+        return self.data_value_and_grad(W, P, self.lam)

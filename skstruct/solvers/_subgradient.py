@@ -235,9 +235,25 @@ class Subgradient(DesignSolver):
                                      d.max_edges, bool(d.submodular), self.mu)
 
     def corner_sum(self, W, P, idx):
-        """Hinge sum and summed descent direction ``(gW, gP)`` of the samples ``idx`` at
-        ``W, P``: a share of a mini-batch whose step is taken elsewhere (the weights
-        and averages of this solver are not touched)."""
+        """Hinge sum and summed descent direction of the samples ``idx`` at ``W, P``:
+        a share of a mini-batch whose step is taken elsewhere (by
+        :meth:`pegasos_step`; the weights and averages of this solver are not
+        touched).
+
+        Parameters
+        ----------
+        W, P : ndarray
+            The weights the oracles read.
+        idx : ndarray of int
+            The samples of the share.
+
+        Returns
+        -------
+        hinge : float
+            The sum of their surrogate values.
+        gW, gP : ndarray
+            The sum of their descent directions, in the weights' shapes.
+        """
         idx = np.ascontiguousarray(idx, dtype=np.int64)
         if idx.shape[0] > self.trips.shape[0]:
             self.trips = np.zeros((idx.shape[0],) + self.trips.shape[1:])
@@ -258,6 +274,36 @@ class Subgradient(DesignSolver):
                             self.trips, self.n_trips, hinge, sc["belief"], sc["up"],
                             d.max_nodes, d.max_edges, gW, gP)
         return float(hinge.sum()), gW, gP
+
+    @staticmethod
+    def pegasos_step(w, g, t, lam, batch_size):
+        """Pegasos' step number ``t`` (from 0) on dense weights, the step
+        :meth:`run_pass` takes in its scaled form: ``w <- (1 - 1 / (t + 1)) w +
+        eta / B g`` with ``eta = 1 / (lam (t + 1))``.
+
+        For a mini-batch whose descent directions are summed elsewhere (by
+        :meth:`corner_sum`, on the machines that hold its samples).
+
+        Parameters
+        ----------
+        w : ndarray
+            The weights, flat.
+        g : ndarray
+            The sum of the mini-batch's descent directions, in ``w``'s layout.
+        t : int
+            Steps taken before this one.
+        lam : float
+            The regularisation weight ``lambda``.
+        batch_size : int
+            The mini-batch's samples ``B``.
+
+        Returns
+        -------
+        ndarray
+            The new weights.
+        """
+        eta = 1.0 / (lam * (t + 1.0))
+        return (1.0 - 1.0 / (t + 1.0)) * w + (eta / batch_size) * g
 
     def weights(self):
         """The weighted average of the iterates, or the last iterate."""
