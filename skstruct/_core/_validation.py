@@ -1,6 +1,7 @@
 """Validation shared by every layer: scores, edges, numbers, thread counts.
 
-Everything here is plain numpy; nothing imports the rest of skstruct.
+Everything here is plain numpy, but for the compiled pass over score arrays
+(``_scan.py``, imported on first use); nothing imports the rest of skstruct.
 """
 
 import contextlib
@@ -49,26 +50,49 @@ def n_chunks():
     return 4 * numba.get_num_threads()
 
 
-def _check_scores(a, name, ndim):
+def scan_scores(a, name, ndim):
+    """Validate a score array in one pass and describe it.
+
+    Returns ``(a, largest, constrained)``: ``a`` as C-contiguous float64 (the
+    array itself when it already is one, never a copy), the largest finite
+    ``|a|`` (0.0 if none) and whether any entry is ``-inf``.  NaN and ``+inf``
+    raise a ``ValueError`` naming the first such entry.
+    """
     a = np.asarray(a)
     if a.dtype.kind not in "biuf":
         raise ValueError(f"{name} must be numeric, got dtype {a.dtype}")
     a = np.ascontiguousarray(a, dtype=np.float64)
     if a.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
-    if np.isnan(a).any():
-        raise ValueError(f"{name} contains NaN")
-    if np.isposinf(a).any():
-        raise ValueError(f"{name} contains +inf (only -inf, a hard constraint, is allowed)")
-    return a
+    if a.size == 0:
+        return a, 0.0, False
+    from ._scan import scan_bits
+
+    n_bad, n_neg, largest = scan_bits(a.reshape(-1).view(np.int64))
+    if n_bad:
+        flat = int(np.flatnonzero(~(np.isfinite(a) | np.isneginf(a)).reshape(-1))[0])
+        where = tuple(int(i) for i in np.unravel_index(flat, a.shape))
+        x = a[where]
+        at = f"{name}[{', '.join(map(str, where))}]"
+        if np.isnan(x):
+            raise ValueError(f"{name} contains NaN (first at {at})")
+        raise ValueError(f"{name} contains +inf (first at {at}; only -inf, a hard "
+                         "constraint, is allowed)")
+    return a, float(np.int64(largest).view(np.float64)), bool(n_neg)
+
+
+def scan_unary(unary):
+    """:func:`check_unary`, also returning the largest finite ``|unary|`` and
+    whether any entry is ``-inf`` (see :func:`scan_scores`)."""
+    unary, largest, constrained = scan_scores(unary, "unary", 2)
+    if unary.shape[1] < 1:
+        raise ValueError("unary must have at least one state (column)")
+    return unary, largest, constrained
 
 
 def check_unary(unary):
     """Validate node scores: float64 (n_nodes, n_states), no NaN, no +inf."""
-    unary = _check_scores(unary, "unary", 2)
-    if unary.shape[1] < 1:
-        raise ValueError("unary must have at least one state (column)")
-    return unary
+    return scan_unary(unary)[0]
 
 
 def check_edges(edges, n_nodes, name="edges"):
@@ -102,10 +126,16 @@ def check_pairwise(pairwise, n_states, n_edges, pw_index=None):
     ``pairwise`` is one (K, K) matrix for every edge, an (n_edges, K, K)
     stack, or, with ``pw_index``, an (M, K, K) stack indexed per edge.
     """
+    return scan_pairwise(pairwise, n_states, n_edges, pw_index)[:2]
+
+
+def scan_pairwise(pairwise, n_states, n_edges, pw_index=None):
+    """:func:`check_pairwise`, also returning the largest finite ``|pairwise|``
+    and whether any entry is ``-inf`` (see :func:`scan_scores`)."""
     pairwise = np.asarray(pairwise)
     if pairwise.ndim == 2:
         pairwise = pairwise[None]
-    pairwise = _check_scores(pairwise, "pairwise", 3)
+    pairwise, largest, constrained = scan_scores(pairwise, "pairwise", 3)
     K = n_states
     if pairwise.shape[1:] != (K, K):
         raise ValueError(f"pairwise must have shape ({K}, {K}) or (n, {K}, {K}) for {K} states, "
@@ -131,7 +161,7 @@ def check_pairwise(pairwise, n_states, n_edges, pw_index=None):
             raise ValueError(f"pw_index[{e}] = {pw[e]} refers to a pairwise matrix that does "
                              f"not exist (there are {pairwise.shape[0]})")
         pw_index = np.ascontiguousarray(pw, dtype=np.int64)
-    return pairwise, pw_index
+    return pairwise, pw_index, largest, constrained
 
 
 def check_vector(v, size, name, note=""):

@@ -100,6 +100,22 @@ def viterbi_batch(node_offsets, edge_offsets, unary, pairwise, pw_index, y, loss
 
 
 @jit
+def viterbi_chain(unary, pairwise, pw_index, bp, labels):
+    """Max-sum decoding of one chain (nodes ``0..T-1``, transition ``t`` scored by
+    ``pairwise[pw_index[t]]``): the serial path of a single chain, without the
+    batch's offsets, chunks and thread pool.  ``bp`` is a (T, K) integer
+    scratch (uint8 for K <= 256); writes ``labels`` (T,), returns the score.
+    """
+    T, K = unary.shape
+    if T == 0:
+        return 0.0
+    y = np.zeros(0, np.int64)
+    w = np.ones(K)
+    return _viterbi_one(unary, y, w, pairwise, pw_index, 0, 0, T, bp, labels, np.empty(K),
+                        np.empty(K), np.empty(K), np.empty(K))
+
+
+@jit
 def _logsumexp(x):
     m = -np.inf
     for k in range(x.shape[0]):
@@ -442,6 +458,26 @@ def forward_backward_batch(node_offsets, edge_offsets, unary, pairwise, pw_index
             _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index,
                       active, chunks[c], chunks[c + 1], edge_mode, node_out, edge_out, c,
                       logz_out, use_log, eu)
+
+
+@jit
+def forward_backward_chain(unary, pairwise, pw_index, edge_mode, node_out, edge_out):
+    """Sum-product on one chain, serially (see :func:`forward_backward_batch` for
+    ``edge_mode`` and ``edge_out``); returns the log partition."""
+    T, K = unary.shape
+    epair, pmax = exp_tables(pairwise)
+    node_offsets = np.array([0, T], np.int64)
+    edge_offsets = np.array([0, max(T - 1, 0)], np.int64)
+    active = np.ones(1, np.bool_)
+    use_log = np.zeros(1, np.bool_)
+    logz = np.zeros(1)
+    eu = np.empty((T, K))
+    if _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index, active,
+                 0, 1, edge_mode, node_out, edge_out, 0, logz, use_log, eu):
+        edge_out[0] = 0.0
+        _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index, active,
+                  0, 1, edge_mode, node_out, edge_out, 0, logz, use_log, eu)
+    return logz[0]
 
 
 @pjit
