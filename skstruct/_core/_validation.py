@@ -133,9 +133,11 @@ def scan_pairwise(pairwise, n_states, n_edges, pw_index=None):
     """:func:`check_pairwise`, also returning the largest finite ``|pairwise|``
     and whether any entry is ``-inf`` (see :func:`scan_scores`)."""
     pairwise = np.asarray(pairwise)
+    # scanned in the shape given, so that an error names the entry the caller knows
+    pairwise, largest, constrained = scan_scores(pairwise, "pairwise",
+                                                 2 if pairwise.ndim == 2 else 3)
     if pairwise.ndim == 2:
         pairwise = pairwise[None]
-    pairwise, largest, constrained = scan_scores(pairwise, "pairwise", 3)
     K = n_states
     if pairwise.shape[1:] != (K, K):
         raise ValueError(f"pairwise must have shape ({K}, {K}) or (n, {K}, {K}) for {K} states, "
@@ -193,23 +195,131 @@ def check_psi(psi, n_samples, n_terms):
     return psi
 
 
-def memory_limit():
-    """Bytes one array (or a solver's state) may take: half the machine's
-    memory (4 GiB where the system does not say)."""
+_UNLIMITED = 1 << 62  # cgroup v1 writes "no limit" as a number near 2 ** 63
+
+
+def _read_int(path):
+    """The integer in a one-line file, None if it is missing, unreadable or ``max``."""
     try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if 0 <= value < _UNLIMITED else None
+
+
+def _cgroup_limits(root):
+    """``(bytes, name)`` of the cgroup memory limits of this process.
+
+    Each line of ``/proc/self/cgroup`` is ``id:controllers:path``; ``0::path`` is
+    the cgroup v2 hierarchy, a line whose controllers include ``memory`` the v1
+    one.  The limit of the process's group and of every ancestor applies; a
+    container usually sees its own group as the root of the mount, so the path
+    is walked up to the mount point and every file found is read.
+    """
+    try:
+        with open(os.path.join(root, "proc/self/cgroup")) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    cg = os.path.join(root, "sys/fs/cgroup")
+    out = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        ident, controllers, path = parts
+        if ident == "0" and controllers == "":
+            mounts, fname, name = [cg, os.path.join(cg, "unified")], "memory.max", \
+                "cgroup v2 memory.max"
+        elif "memory" in controllers.split(","):
+            mounts, fname, name = [os.path.join(cg, "memory")], "memory.limit_in_bytes", \
+                "cgroup v1 memory.limit_in_bytes"
+        else:
+            continue
+        rel = path.strip("/").split("/") if path.strip("/") else []
+        for mount in mounts:
+            if not os.path.isdir(mount):
+                continue
+            for depth in range(len(rel), -1, -1):
+                value = _read_int(os.path.join(mount, *rel[:depth], fname))
+                if value is not None:
+                    where = "/" + "/".join(rel[:depth])
+                    out.append((value, f"the {name} limit of {where}"))
+    return out
+
+
+def _mapped_bytes(root):
+    """Address space the process already maps (``VmSize`` of /proc/self/status)."""
+    try:
+        with open(os.path.join(root, "proc/self/status")) as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def memory_limits(root="/"):
+    """The memory limits that apply to this process, as ``(bytes, name)`` pairs.
+
+    Physical memory; the cgroup v2 (``memory.max``) and v1
+    (``memory.limit_in_bytes``) limits of the process's control group and its
+    ancestors; and what the address-space limit ``RLIMIT_AS`` leaves beyond the
+    process's current ``VmSize``.  ``root`` is where ``proc/`` and ``sys/`` are
+    read from (``"/"``; another directory holds fake ones).
+    """
+    out = []
+    try:
+        out.append((os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+                    "physical memory"))
     except (AttributeError, ValueError, OSError):
-        return 4 * 2 ** 30
+        pass
+    out += _cgroup_limits(root)
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return out
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft != resource.RLIM_INFINITY and soft >= 0:
+        left = max(soft - _mapped_bytes(root), 0)
+        out.append((left, f"the address-space limit RLIMIT_AS ({soft / 2 ** 30:.1f} GiB, "
+                          f"{left / 2 ** 30:.1f} GiB of it not yet mapped)"))
+    return out
+
+
+def tightest_memory_limit(root="/"):
+    """The smallest of :func:`memory_limits` as ``(bytes, name)``; 8 GiB where the
+    system reports nothing."""
+    limits = memory_limits(root)
+    if not limits:
+        return 8 * 2 ** 30, "a default of 8 GiB, the system reporting no memory size"
+    return min(limits)
+
+
+def memory_limit(root="/"):
+    """Bytes one array (or a solver's state) may take: half of the tightest
+    limit on this process's memory (see :func:`memory_limits`)."""
+    return tightest_memory_limit(root)[0] // 2
 
 
 def check_memory(n_bytes, what, advice):
     """Raise a ``ValueError`` before allocating more than :func:`memory_limit`.
 
     ``what`` names the allocation and ``advice`` the parameter to change, so
-    that a too large problem fails at once with a remedy instead of after
-    minutes of swapping or inside a kernel.
+    that a too large problem fails at once with a remedy, naming the limit that
+    applies, instead of after minutes of swapping or with a ``MemoryError``
+    inside a kernel.
     """
     limit = memory_limit()
     if n_bytes > limit:
-        raise ValueError(f"{what} would need {n_bytes / 2 ** 30:.1f} GiB (this machine allows "
-                         f"{limit / 2 ** 30:.1f} GiB): {advice}")
+        total, name = tightest_memory_limit()
+        source = f"half of {name}" if total // 2 == limit else "the memory limit"
+        raise ValueError(f"{what} would need {n_bytes / 2 ** 30:.1f} GiB, more than the "
+                         f"{limit / 2 ** 30:.1f} GiB one allocation may take ({source}): "
+                         f"{advice}")
