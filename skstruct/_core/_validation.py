@@ -5,6 +5,7 @@ Everything here is plain numpy, but for the compiled pass over score arrays
 """
 
 import contextlib
+import functools
 import os
 from numbers import Integral
 
@@ -265,6 +266,20 @@ def _mapped_bytes(root):
     return 0
 
 
+@functools.lru_cache(maxsize=8)
+def _fixed_limits(root):
+    """Physical memory and the cgroup limits, read once per process: a guard runs on
+    every oracle call, and reading a dozen files each time would cost more than a short
+    chain's decoding."""
+    out = []
+    try:
+        out.append((os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+                    "physical memory"))
+    except (AttributeError, ValueError, OSError):
+        pass
+    return tuple(out + _cgroup_limits(root))
+
+
 def memory_limits(root="/"):
     """The memory limits that apply to this process, as ``(bytes, name)`` pairs.
 
@@ -272,15 +287,11 @@ def memory_limits(root="/"):
     (``memory.limit_in_bytes``) limits of the process's control group and its
     ancestors; and what the address-space limit ``RLIMIT_AS`` leaves beyond the
     process's current ``VmSize``.  ``root`` is where ``proc/`` and ``sys/`` are
-    read from (``"/"``; another directory holds fake ones).
+    read from (``"/"``; another directory holds fake ones).  Physical memory and
+    the cgroup limits are read once per process and root; ``RLIMIT_AS`` and
+    ``VmSize`` on every call.
     """
-    out = []
-    try:
-        out.append((os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
-                    "physical memory"))
-    except (AttributeError, ValueError, OSError):
-        pass
-    out += _cgroup_limits(root)
+    out = list(_fixed_limits(root))
     try:
         import resource
     except ImportError:  # not on Windows
