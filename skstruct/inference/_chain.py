@@ -35,26 +35,69 @@ def _aug_row(unary, y, loss_weights, v, row):
 
 
 @jit
+def _maxplus4(delta, P, j0, best, arg):
+    """``best[j] = max_i delta[i] + P[i, j]`` and its first argmax, for ``j0..j0+3``.
+
+    Four columns in scalar locals stay in registers for the whole loop over
+    ``i`` (LLVM packs them into one vector), where a loop over all ``K``
+    columns would load and store ``best`` and ``arg`` at every ``i``.  A float
+    index keeps the select in the same vector lanes as the scores.
+    """
+    K = delta.shape[0]
+    d = delta[0]
+    b0 = d + P[0, j0]
+    b1 = d + P[0, j0 + 1]
+    b2 = d + P[0, j0 + 2]
+    b3 = d + P[0, j0 + 3]
+    a0 = a1 = a2 = a3 = 0.0
+    for i in range(1, K):
+        d = delta[i]
+        fi = float(i)
+        v0 = d + P[i, j0]
+        v1 = d + P[i, j0 + 1]
+        v2 = d + P[i, j0 + 2]
+        v3 = d + P[i, j0 + 3]
+        if v0 > b0:
+            b0 = v0
+            a0 = fi
+        if v1 > b1:
+            b1 = v1
+            a1 = fi
+        if v2 > b2:
+            b2 = v2
+            a2 = fi
+        if v3 > b3:
+            b3 = v3
+            a3 = fi
+    best[j0] = b0
+    best[j0 + 1] = b1
+    best[j0 + 2] = b2
+    best[j0 + 3] = b3
+    arg[j0] = a0
+    arg[j0 + 1] = a1
+    arg[j0 + 2] = a2
+    arg[j0 + 3] = a3
+
+
+@jit
 def _viterbi_one(unary, y, loss_weights, pairwise, pw_index, n0, e0, T, bp, labels,
                  delta, best, arg, row):
     K = unary.shape[1]
     _aug_row(unary, y, loss_weights, n0, delta)
     for t in range(1, T):
         P = pairwise[pw_index[e0 + t - 1]]
-        d0 = delta[0]
-        for j in range(K):
-            best[j] = d0 + P[0, j]
-            arg[j] = 0.0
-        for i in range(1, K):
-            d = delta[i]
-            # A float index keeps the select in the same vector lanes as the
-            # scores, which is what lets LLVM vectorise this loop.
-            fi = float(i)
-            for j in range(K):
-                v = d + P[i, j]
-                if v > best[j]:
-                    best[j] = v
-                    arg[j] = fi
+        for j0 in range(0, K - K % 4, 4):
+            _maxplus4(delta, P, j0, best, arg)
+        for j in range(K - K % 4, K):
+            b = delta[0] + P[0, j]
+            a = 0.0
+            for i in range(1, K):
+                v = delta[i] + P[i, j]
+                if v > b:
+                    b = v
+                    a = float(i)
+            best[j] = b
+            arg[j] = a
         _aug_row(unary, y, loss_weights, n0 + t, row)
         for j in range(K):
             delta[j] = best[j] + row[j]
