@@ -23,8 +23,7 @@ def scan_bits(bits):
     """``(n_bad, n_neginf, largest)`` of the doubles whose bits ``bits`` holds.
 
     ``n_bad`` counts NaN and ``+inf`` entries, ``n_neginf`` the ``-inf`` ones,
-    and ``largest`` is the bit pattern of the largest finite magnitude (0 when
-    there is none).
+    and ``largest`` is the largest finite magnitude (0.0 when there is none).
     """
     n_bad = 0
     n_neg = 0
@@ -38,4 +37,6 @@ def scan_bits(bits):
         n_neg += b == _NEGINF
         v = u if finite else 0
         largest = v if v > largest else largest
-    return n_bad, n_neg, largest
+    out = np.empty(1, np.int64)
+    out[0] = largest
+    return n_bad, n_neg, out.view(np.float64)[0]

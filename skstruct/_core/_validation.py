@@ -67,9 +67,7 @@ def scan_scores(a, name, ndim):
         raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
     if a.size == 0:
         return a, 0.0, False
-    from ._scan import scan_bits
-
-    n_bad, n_neg, largest = scan_bits(a.reshape(-1).view(np.int64))
+    n_bad, n_neg, largest = _scan_bits()(a.reshape(-1).view(np.int64))
     if n_bad:
         flat = int(np.flatnonzero(~(np.isfinite(a) | np.isneginf(a)).reshape(-1))[0])
         where = tuple(int(i) for i in np.unravel_index(flat, a.shape))
@@ -79,7 +77,14 @@ def scan_scores(a, name, ndim):
             raise ValueError(f"{name} contains NaN (first at {at})")
         raise ValueError(f"{name} contains +inf (first at {at}; only -inf, a hard "
                          "constraint, is allowed)")
-    return a, float(np.int64(largest).view(np.float64)), bool(n_neg)
+    return a, largest, bool(n_neg)
+
+
+def _scan_bits():
+    # imported on first use: importing skstruct must not import numba
+    from ._scan import scan_bits
+
+    return scan_bits
 
 
 def scan_unary(unary):
