@@ -4,6 +4,9 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from skstruct._core import _scan
 from skstruct._core._validation import scan_scores
@@ -152,3 +155,18 @@ def test_infeasible_chain_warns_at_the_callers_line():
         assert out[-1] == -np.inf
         assert [w.category for w in caught] == [InfeasibilityWarning]
         assert caught[0].filename == __file__
+
+
+@settings(max_examples=200, deadline=None)
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, max_side=6),
+                  elements=st.floats(allow_nan=True, allow_infinity=True)))
+def test_one_pass_scan_against_numpy_on_any_doubles(a):
+    bad = np.isnan(a) | np.isposinf(a)
+    if bad.any():
+        r, c = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), a.shape)
+        with pytest.raises(ValueError, match=rf"first at x\[{r}, {c}\]"):
+            scan_scores(a, "x", 2)
+    else:
+        out, largest, constrained = scan_scores(a, "x", 2)
+        assert out is a
+        assert (largest, constrained) == _reference_scan(a)
