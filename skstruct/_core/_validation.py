@@ -1,9 +1,11 @@
 """Validation shared by every layer: scores, edges, numbers, thread counts.
 
-Everything here is plain numpy; nothing imports the rest of skstruct.
+Everything here is plain numpy, but for the compiled pass over score arrays
+(``_scan.py``, imported on first use); nothing imports the rest of skstruct.
 """
 
 import contextlib
+import functools
 import os
 from numbers import Integral
 
@@ -49,26 +51,54 @@ def n_chunks():
     return 4 * numba.get_num_threads()
 
 
-def _check_scores(a, name, ndim):
+def scan_scores(a, name, ndim):
+    """Validate a score array in one pass and describe it.
+
+    Returns ``(a, largest, constrained)``: ``a`` as C-contiguous float64 (the
+    array itself when it already is one, never a copy), the largest finite
+    ``|a|`` (0.0 if none) and whether any entry is ``-inf``.  NaN and ``+inf``
+    raise a ``ValueError`` naming the first such entry.
+    """
     a = np.asarray(a)
     if a.dtype.kind not in "biuf":
         raise ValueError(f"{name} must be numeric, got dtype {a.dtype}")
     a = np.ascontiguousarray(a, dtype=np.float64)
     if a.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
-    if np.isnan(a).any():
-        raise ValueError(f"{name} contains NaN")
-    if np.isposinf(a).any():
-        raise ValueError(f"{name} contains +inf (only -inf, a hard constraint, is allowed)")
-    return a
+    if a.size == 0:
+        return a, 0.0, False
+    n_bad, n_neg, largest = _scan_bits()(a.reshape(-1).view(np.int64))
+    if n_bad:
+        flat = int(np.flatnonzero(~(np.isfinite(a) | np.isneginf(a)).reshape(-1))[0])
+        where = tuple(int(i) for i in np.unravel_index(flat, a.shape))
+        x = a[where]
+        at = f"{name}[{', '.join(map(str, where))}]"
+        if np.isnan(x):
+            raise ValueError(f"{name} contains NaN (first at {at})")
+        raise ValueError(f"{name} contains +inf (first at {at}; only -inf, a hard "
+                         "constraint, is allowed)")
+    return a, largest, bool(n_neg)
+
+
+def _scan_bits():
+    # imported on first use: importing skstruct must not import numba
+    from ._scan import scan_bits
+
+    return scan_bits
+
+
+def scan_unary(unary):
+    """:func:`check_unary`, also returning the largest finite ``|unary|`` and
+    whether any entry is ``-inf`` (see :func:`scan_scores`)."""
+    unary, largest, constrained = scan_scores(unary, "unary", 2)
+    if unary.shape[1] < 1:
+        raise ValueError("unary must have at least one state (column)")
+    return unary, largest, constrained
 
 
 def check_unary(unary):
     """Validate node scores: float64 (n_nodes, n_states), no NaN, no +inf."""
-    unary = _check_scores(unary, "unary", 2)
-    if unary.shape[1] < 1:
-        raise ValueError("unary must have at least one state (column)")
-    return unary
+    return scan_unary(unary)[0]
 
 
 def check_edges(edges, n_nodes, name="edges"):
@@ -102,10 +132,18 @@ def check_pairwise(pairwise, n_states, n_edges, pw_index=None):
     ``pairwise`` is one (K, K) matrix for every edge, an (n_edges, K, K)
     stack, or, with ``pw_index``, an (M, K, K) stack indexed per edge.
     """
+    return scan_pairwise(pairwise, n_states, n_edges, pw_index)[:2]
+
+
+def scan_pairwise(pairwise, n_states, n_edges, pw_index=None):
+    """:func:`check_pairwise`, also returning the largest finite ``|pairwise|``
+    and whether any entry is ``-inf`` (see :func:`scan_scores`)."""
     pairwise = np.asarray(pairwise)
+    # scanned in the shape given, so that an error names the entry the caller knows
+    pairwise, largest, constrained = scan_scores(pairwise, "pairwise",
+                                                 2 if pairwise.ndim == 2 else 3)
     if pairwise.ndim == 2:
         pairwise = pairwise[None]
-    pairwise = _check_scores(pairwise, "pairwise", 3)
     K = n_states
     if pairwise.shape[1:] != (K, K):
         raise ValueError(f"pairwise must have shape ({K}, {K}) or (n, {K}, {K}) for {K} states, "
@@ -131,7 +169,7 @@ def check_pairwise(pairwise, n_states, n_edges, pw_index=None):
             raise ValueError(f"pw_index[{e}] = {pw[e]} refers to a pairwise matrix that does "
                              f"not exist (there are {pairwise.shape[0]})")
         pw_index = np.ascontiguousarray(pw, dtype=np.int64)
-    return pairwise, pw_index
+    return pairwise, pw_index, largest, constrained
 
 
 def check_vector(v, size, name, note=""):
@@ -163,23 +201,141 @@ def check_psi(psi, n_samples, n_terms):
     return psi
 
 
-def memory_limit():
-    """Bytes one array (or a solver's state) may take: half the machine's
-    memory (4 GiB where the system does not say)."""
+_UNLIMITED = 1 << 62  # cgroup v1 writes "no limit" as a number near 2 ** 63
+
+
+def _read_int(path):
+    """The integer in a one-line file, None if it is missing, unreadable or ``max``."""
     try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if 0 <= value < _UNLIMITED else None
+
+
+def _cgroup_limits(root):
+    """``(bytes, name)`` of the cgroup memory limits of this process.
+
+    Each line of ``/proc/self/cgroup`` is ``id:controllers:path``; ``0::path`` is
+    the cgroup v2 hierarchy, a line whose controllers include ``memory`` the v1
+    one.  The limit of the process's group and of every ancestor applies; a
+    container usually sees its own group as the root of the mount, so the path
+    is walked up to the mount point and every file found is read.
+    """
+    try:
+        with open(os.path.join(root, "proc/self/cgroup")) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    cg = os.path.join(root, "sys/fs/cgroup")
+    out = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        ident, controllers, path = parts
+        if ident == "0" and controllers == "":
+            mounts, fname, name = [cg, os.path.join(cg, "unified")], "memory.max", \
+                "cgroup v2 memory.max"
+        elif "memory" in controllers.split(","):
+            mounts, fname, name = [os.path.join(cg, "memory")], "memory.limit_in_bytes", \
+                "cgroup v1 memory.limit_in_bytes"
+        else:
+            continue
+        rel = path.strip("/").split("/") if path.strip("/") else []
+        for mount in mounts:
+            if not os.path.isdir(mount):
+                continue
+            for depth in range(len(rel), -1, -1):
+                value = _read_int(os.path.join(mount, *rel[:depth], fname))
+                if value is not None:
+                    where = "/" + "/".join(rel[:depth])
+                    out.append((value, f"the {name} limit of {where}"))
+    return out
+
+
+def _mapped_bytes(root):
+    """Address space the process already maps (``VmSize`` of /proc/self/status)."""
+    try:
+        with open(os.path.join(root, "proc/self/status")) as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+@functools.lru_cache(maxsize=8)
+def _fixed_limits(root):
+    """Physical memory and the cgroup limits, read once per process: a guard runs on
+    every oracle call, and reading a dozen files each time would cost more than a short
+    chain's decoding."""
+    out = []
+    try:
+        out.append((os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+                    "physical memory"))
     except (AttributeError, ValueError, OSError):
-        return 4 * 2 ** 30
+        pass
+    return tuple(out + _cgroup_limits(root))
+
+
+def memory_limits(root="/"):
+    """The memory limits that apply to this process, as ``(bytes, name)`` pairs.
+
+    Physical memory; the cgroup v2 (``memory.max``) and v1
+    (``memory.limit_in_bytes``) limits of the process's control group and its
+    ancestors; and what the address-space limit ``RLIMIT_AS`` leaves beyond the
+    process's current ``VmSize``.  ``root`` is where ``proc/`` and ``sys/`` are
+    read from (``"/"``; another directory holds fake ones).  Physical memory and
+    the cgroup limits are read once per process and root; ``RLIMIT_AS`` and
+    ``VmSize`` on every call.
+    """
+    out = list(_fixed_limits(root))
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return out
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft != resource.RLIM_INFINITY and soft >= 0:
+        left = max(soft - _mapped_bytes(root), 0)
+        out.append((left, f"the address-space limit RLIMIT_AS ({soft / 2 ** 30:.1f} GiB, "
+                          f"{left / 2 ** 30:.1f} GiB of it not yet mapped)"))
+    return out
+
+
+def tightest_memory_limit(root="/"):
+    """The smallest of :func:`memory_limits` as ``(bytes, name)``; 8 GiB where the
+    system reports nothing."""
+    limits = memory_limits(root)
+    if not limits:
+        return 8 * 2 ** 30, "a default of 8 GiB, the system reporting no memory size"
+    return min(limits)
+
+
+def memory_limit(root="/"):
+    """Bytes one array (or a solver's state) may take: half of the tightest
+    limit on this process's memory (see :func:`memory_limits`)."""
+    return tightest_memory_limit(root)[0] // 2
 
 
 def check_memory(n_bytes, what, advice):
     """Raise a ``ValueError`` before allocating more than :func:`memory_limit`.
 
     ``what`` names the allocation and ``advice`` the parameter to change, so
-    that a too large problem fails at once with a remedy instead of after
-    minutes of swapping or inside a kernel.
+    that a too large problem fails at once with a remedy, naming the limit that
+    applies, instead of after minutes of swapping or with a ``MemoryError``
+    inside a kernel.
     """
     limit = memory_limit()
     if n_bytes > limit:
-        raise ValueError(f"{what} would need {n_bytes / 2 ** 30:.1f} GiB (this machine allows "
-                         f"{limit / 2 ** 30:.1f} GiB): {advice}")
+        total, name = tightest_memory_limit()
+        source = f"half of {name}" if total // 2 == limit else "the memory limit"
+        raise ValueError(f"{what} would need {n_bytes / 2 ** 30:.1f} GiB, more than the "
+                         f"{limit / 2 ** 30:.1f} GiB one allocation may take ({source}): "
+                         f"{advice}")

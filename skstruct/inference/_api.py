@@ -21,6 +21,8 @@ from .._core._validation import (
     check_unary,
     n_chunks,
     n_threads,
+    scan_pairwise,
+    scan_unary,
 )
 from .._core._warnings import ConvergenceWarning, InfeasibilityWarning
 
@@ -82,34 +84,24 @@ def _check_batch(batch, unary, pairwise, pw_index):
     if not isinstance(batch, GraphBatch):
         raise TypeError("batch must be a skstruct.inference.GraphBatch")
     batch.checked  # noqa: B018  (validates once, raises ValueError)
-    unary = check_unary(unary)
+    unary, u, _ = scan_unary(unary)
     if unary.shape[0] != batch.n_nodes:
         raise ValueError(f"unary has {unary.shape[0]} rows for a batch of {batch.n_nodes} nodes")
-    pairwise, pw_index = check_pairwise(pairwise, unary.shape[1], batch.n_edges, pw_index)
-    _check_magnitude(unary, pairwise, batch.n_nodes, batch.n_edges)
+    pairwise, pw_index, p, _ = scan_pairwise(pairwise, unary.shape[1], batch.n_edges, pw_index)
+    _check_magnitude(u, p, batch.n_nodes, batch.n_edges)
     return unary, pairwise, pw_index
 
 
-def _largest_finite(a):
-    if a.size == 0:
-        return 0.0
-    # two reductions without a temporary; the masked copy only with -inf present
-    m = max(float(a.max()), -float(a.min()))
-    if np.isfinite(m):
-        return m
-    finite = a[np.isfinite(a)]
-    return float(np.abs(finite).max()) if finite.size else 0.0
-
-
-def _check_magnitude(unary, pairwise, n_nodes, n_edges):
+def _check_magnitude(u, p, n_nodes, n_edges):
     """Refuse scores so large that a labelling's score could overflow float64.
 
-    A sum that overflows turns into ``inf`` (a feasible sample reported
-    infeasible) or ``inf - inf = NaN`` (NaN marginals); a bound on every
-    labelling's score, ``n_nodes max|unary| + n_edges max|pairwise|``,
-    below ``_MAX_TOTAL`` rules both out with room for the kernels' sums.
+    ``u`` and ``p`` are the largest finite magnitudes of the unary and
+    pairwise scores.  A sum that overflows turns into ``inf`` (a feasible
+    sample reported infeasible) or ``inf - inf = NaN`` (NaN marginals); a
+    bound on every labelling's score, ``n_nodes max|unary| + n_edges
+    max|pairwise|``, below ``_MAX_TOTAL`` rules both out with room for the
+    kernels' sums.
     """
-    u, p = _largest_finite(unary), _largest_finite(pairwise)
     if n_nodes * u + n_edges * p > _MAX_TOTAL:
         raise ValueError(f"scores too large: with max |unary| = {u:.3g} over {n_nodes} nodes "
                          f"and max |pairwise| = {p:.3g} over {n_edges} edges a labelling's "
@@ -721,10 +713,32 @@ def viterbi(unary, pairwise):
         Score of ``labels`` (``-inf`` if every labelling violates a hard
         constraint; the labels are then arbitrary).
     """
-    unary = check_unary(unary)
-    batch = GraphBatch.from_chains([unary.shape[0]])
-    labels, score = map_batch(batch, unary, pairwise, method="chain", return_bound=True)
-    return labels, float(score[0])
+    return _max_sum_chain(unary, pairwise)
+
+
+def _chain_inputs(unary, pairwise):
+    """The scores of one chain validated in one pass each, with their ``pw_index``."""
+    unary, u, _ = scan_unary(unary)
+    T, K = unary.shape
+    E = max(T - 1, 0)
+    pairwise, pw_index, p, _ = scan_pairwise(pairwise, K, E)
+    _check_magnitude(u, p, T, E)
+    return unary, pairwise, pw_index
+
+
+def _max_sum_chain(unary, pairwise):
+    # the serial one-chain kernel: a one-sample batch would pay for its offsets, edges,
+    # chunks and a parallel launch, which is most of a short chain's time
+    from ._chain import viterbi_chain
+
+    unary, pairwise, pw_index = _chain_inputs(unary, pairwise)
+    T, K = unary.shape
+    labels = np.empty(T, np.int64)
+    bp = np.empty((T, K), np.uint8 if K <= 256 else np.int32)
+    score = float(viterbi_chain(unary, pairwise, pw_index, bp, labels))
+    if score == -np.inf:
+        _warn_infeasible(np.ones(1, bool), np.zeros(1, bool), "chain")
+    return labels, score
 
 
 def forward_backward(unary, pairwise):
@@ -751,10 +765,23 @@ def forward_backward(unary, pairwise):
     and falls back to log space for a chain whose scores span more than
     double precision can carry; both are exact.
     """
-    unary = check_unary(unary)
-    batch = GraphBatch.from_chains([unary.shape[0]])
-    node, edge, logz = marginals_batch(batch, unary, pairwise, method="chain")
-    return node, edge, float(logz[0])
+    return _sum_product_chain(unary, pairwise)
+
+
+def _sum_product_chain(unary, pairwise):
+    from ._chain import forward_backward_chain
+
+    unary, pairwise, pw_index = _chain_inputs(unary, pairwise)
+    T, K = unary.shape
+    E = max(T - 1, 0)
+    check_memory(8 * E * K * K, f"edge marginals of {E} edges and {K} states",
+                 "call marginals_batch with edge_marginals='sum' or None")
+    node = np.zeros((T, K))
+    edge = np.zeros((1, E, K, K))
+    logz = float(forward_backward_chain(unary, pairwise, pw_index, 1, node, edge))
+    if logz == -np.inf:
+        _warn_infeasible(np.ones(1, bool), np.zeros(1, bool), "chain")
+    return node, edge[0], logz
 
 
 def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e-6,

@@ -35,26 +35,69 @@ def _aug_row(unary, y, loss_weights, v, row):
 
 
 @jit
+def _maxplus4(delta, P, j0, best, arg):
+    """``best[j] = max_i delta[i] + P[i, j]`` and its first argmax, for ``j0..j0+3``.
+
+    Four columns in scalar locals stay in registers for the whole loop over
+    ``i`` (LLVM packs them into one vector), where a loop over all ``K``
+    columns would load and store ``best`` and ``arg`` at every ``i``.  A float
+    index keeps the select in the same vector lanes as the scores.
+    """
+    K = delta.shape[0]
+    d = delta[0]
+    b0 = d + P[0, j0]
+    b1 = d + P[0, j0 + 1]
+    b2 = d + P[0, j0 + 2]
+    b3 = d + P[0, j0 + 3]
+    a0 = a1 = a2 = a3 = 0.0
+    for i in range(1, K):
+        d = delta[i]
+        fi = float(i)
+        v0 = d + P[i, j0]
+        v1 = d + P[i, j0 + 1]
+        v2 = d + P[i, j0 + 2]
+        v3 = d + P[i, j0 + 3]
+        if v0 > b0:
+            b0 = v0
+            a0 = fi
+        if v1 > b1:
+            b1 = v1
+            a1 = fi
+        if v2 > b2:
+            b2 = v2
+            a2 = fi
+        if v3 > b3:
+            b3 = v3
+            a3 = fi
+    best[j0] = b0
+    best[j0 + 1] = b1
+    best[j0 + 2] = b2
+    best[j0 + 3] = b3
+    arg[j0] = a0
+    arg[j0 + 1] = a1
+    arg[j0 + 2] = a2
+    arg[j0 + 3] = a3
+
+
+@jit
 def _viterbi_one(unary, y, loss_weights, pairwise, pw_index, n0, e0, T, bp, labels,
                  delta, best, arg, row):
     K = unary.shape[1]
     _aug_row(unary, y, loss_weights, n0, delta)
     for t in range(1, T):
         P = pairwise[pw_index[e0 + t - 1]]
-        d0 = delta[0]
-        for j in range(K):
-            best[j] = d0 + P[0, j]
-            arg[j] = 0.0
-        for i in range(1, K):
-            d = delta[i]
-            # A float index keeps the select in the same vector lanes as the
-            # scores, which is what lets LLVM vectorise this loop.
-            fi = float(i)
-            for j in range(K):
-                v = d + P[i, j]
-                if v > best[j]:
-                    best[j] = v
-                    arg[j] = fi
+        for j0 in range(0, K - K % 4, 4):
+            _maxplus4(delta, P, j0, best, arg)
+        for j in range(K - K % 4, K):
+            b = delta[0] + P[0, j]
+            a = 0.0
+            for i in range(1, K):
+                v = delta[i] + P[i, j]
+                if v > b:
+                    b = v
+                    a = float(i)
+            best[j] = b
+            arg[j] = a
         _aug_row(unary, y, loss_weights, n0 + t, row)
         for j in range(K):
             delta[j] = best[j] + row[j]
@@ -97,6 +140,22 @@ def viterbi_batch(node_offsets, edge_offsets, unary, pairwise, pw_index, y, loss
                 continue
             scores[s] = _viterbi_one(unary, y, loss_weights, pairwise, pw_index, n0,
                                      edge_offsets[s], T, bp, labels, delta, best, arg, row)
+
+
+@jit
+def viterbi_chain(unary, pairwise, pw_index, bp, labels):
+    """Max-sum decoding of one chain (nodes ``0..T-1``, transition ``t`` scored by
+    ``pairwise[pw_index[t]]``): the serial path of a single chain, without the
+    batch's offsets, chunks and thread pool.  ``bp`` is a (T, K) integer
+    scratch (uint8 for K <= 256); writes ``labels`` (T,), returns the score.
+    """
+    T, K = unary.shape
+    if T == 0:
+        return 0.0
+    y = np.zeros(0, np.int64)
+    w = np.ones(K)
+    return _viterbi_one(unary, y, w, pairwise, pw_index, 0, 0, T, bp, labels, np.empty(K),
+                        np.empty(K), np.empty(K), np.empty(K))
 
 
 @jit
@@ -442,6 +501,26 @@ def forward_backward_batch(node_offsets, edge_offsets, unary, pairwise, pw_index
             _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index,
                       active, chunks[c], chunks[c + 1], edge_mode, node_out, edge_out, c,
                       logz_out, use_log, eu)
+
+
+@jit
+def forward_backward_chain(unary, pairwise, pw_index, edge_mode, node_out, edge_out):
+    """Sum-product on one chain, serially (see :func:`forward_backward_batch` for
+    ``edge_mode`` and ``edge_out``); returns the log partition."""
+    T, K = unary.shape
+    epair, pmax = exp_tables(pairwise)
+    node_offsets = np.array([0, T], np.int64)
+    edge_offsets = np.array([0, max(T - 1, 0)], np.int64)
+    active = np.ones(1, np.bool_)
+    use_log = np.zeros(1, np.bool_)
+    logz = np.zeros(1)
+    eu = np.empty((T, K))
+    if _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index, active,
+                 0, 1, edge_mode, node_out, edge_out, 0, logz, use_log, eu):
+        edge_out[0] = 0.0
+        _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index, active,
+                  0, 1, edge_mode, node_out, edge_out, 0, logz, use_log, eu)
+    return logz[0]
 
 
 @pjit
