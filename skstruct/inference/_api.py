@@ -17,7 +17,6 @@ from .._core._validation import (
     check_edges,
     check_memory,
     check_n_jobs,
-    check_pairwise,
     check_unary,
     n_chunks,
     n_threads,
