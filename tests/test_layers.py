@@ -22,7 +22,7 @@ LAYERS = {
     "solvers": 3,
     "_base": 4, "_svm": 4, "_latent": 4, "_approx": 4, "_nonlocal": 4, "_perceptron": 4,
     "_decoding": 4, "distributed": 4,
-    "preprocessing": 4, "metrics": 4, "datasets": 4,
+    "preprocessing": 4, "metrics": 4, "datasets": 4, "exceptions": 4,
     "__init__": 5, "__main__": 5, "_persist": 5,
 }
 
