@@ -19,7 +19,8 @@ Accepted forms:
 * a class: an instance of it.
 
 Constraints between parameters (``surrogate='lp'`` needs
-``solver='subgradient'``) stay in the estimator's own ``_check_params``.
+``solver='subgradient'``) stay in the estimator's own ``_check_params``, which
+raises :class:`InvalidParameterError` too.
 """
 
 import numbers
