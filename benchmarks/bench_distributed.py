@@ -182,7 +182,7 @@ def bcfw(args):
     X = [letters.X[i] for i in idx]
     y = [letters.y[i] for i in idx]
     params = dict(solver="bcfw", C=1.0, max_iter=args.bcfw_passes, check_every=10, tol=0.0,
-                  random_state=0, averaging=False)
+                  random_state=0, average=False)
     t0 = time.perf_counter()
     seq = StructuredSVM(n_jobs=1, **params).fit(X, y)
     out = dict(n_words=len(X), sequential=dict(

@@ -16,7 +16,7 @@ solvers:
   such certificate.
 
 Each solver returns either the weighted average of its iterates
-(``averaging=True``, the default) or its last iterate.  The figure shows the
+(``average=True``, the default) or its last iterate.  The figure shows the
 primal suboptimality (the primal objective minus the best primal value
 found, log scale) after every pass over the data and against training time,
 with BCFW's duality gap, an upper bound on its suboptimality.
@@ -51,9 +51,9 @@ y = [y for y, t in zip(data.y, train) if t]
 PASSES = 100
 RUNS = {
     "BCFW": dict(solver="bcfw"),
-    "BCFW, last iterate": dict(solver="bcfw", averaging=False),
+    "BCFW, last iterate": dict(solver="bcfw", average=False),
     "subgradient, averaged": dict(solver="subgradient"),
-    "subgradient, last iterate": dict(solver="subgradient", averaging=False),
+    "subgradient, last iterate": dict(solver="subgradient", average=False),
 }
 histories = {}
 for name, kw in RUNS.items():

@@ -66,7 +66,7 @@ learners = {
     "SSVM on the labelled parts": lambda: StructuredSVM(model=ChainModel(), C=0.1,
                                                         max_iter=30, random_state=0),
     "latent SSVM, unknown labels imputed": lambda: LatentStructuredSVM(
-        StructuredSVM(model=ChainModel(), C=0.1, max_iter=30, random_state=0),
+        estimator=StructuredSVM(model=ChainModel(), C=0.1, max_iter=30, random_state=0),
         max_iter=3, random_state=0),
 }
 scores = {name: [] for name in learners}

@@ -1,7 +1,6 @@
 """Hazan & Urtasun's approximated structured prediction (primal-dual message passing)."""
 
 import numbers
-import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -10,15 +9,17 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._backends import bag_operation
 from ._base import (
-    C_RANGE,
+    SHARED,
     StructuredEstimatorMixin,
+    _FitLog,
     _is_bag,
     _set_n_features_in,
     loss_weights,
     resolve_model,
+    shared_constraints,
 )
 from ._core import n_threads
-from ._core._params import Interval, Options, validate_params
+from ._core._params import Interval, InvalidParameterError, Options, validate_params
 from .models import StructuredModel
 
 _COUNTING = ("bethe", "convex", "trw")
@@ -124,7 +125,9 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         Message sweeps over every sample per parameter step.
     tol : float, default=1e-6
         Stop when an iteration (sweeps and step) lowers the objective by less
-        than ``tol`` times its magnitude (or not at all).
+        than ``tol`` times its magnitude (at least 1), or not at all; a fit
+        that runs ``max_iter`` iterations without meeting it issues a
+        :class:`~skstruct.exceptions.ConvergenceWarning`.
     solver : {"lbfgs", "gradient"}, default="lbfgs"
         The parameter step's direction: the negative gradient (the paper's
         Lemma 2 step), or the L-BFGS estimate from the last 10 steps'
@@ -157,6 +160,8 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         Labels, in the order of the classes of ``coef_``.
     model_ : the fitted joint feature map.
     n_iter_ : int
+    fit_seconds_ : float
+        Wall time of the last fit's iterations (compilation excluded).
     unary_coef_ : ndarray of shape (n_classes, n_features)
         ``theta``'s unary weights, one row per class.
     pairwise_coef_ : ndarray of shape (n_edge_features, n_classes, n_classes)
@@ -181,24 +186,24 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
     True
     """
 
-    _parameter_constraints = {
-        "epsilon": [Interval(Real, 0)],
-        "p": [Interval(Real, 1, None, closed="neither")],
-        "C": [Interval(Real, *C_RANGE)],
-        "counting_numbers": [Options(*_COUNTING), tuple, callable],
-        "loss": [Options("hamming", None)],
-        "class_weight": [None, Options("balanced"), dict],
-        "model": [Options("auto"), StructuredModel],
-        "max_iter": [Interval(Integral, 1)],
-        "message_passes": [Interval(Integral, 1)],
-        "tol": [Interval(Real, 0)],
-        "solver": [Options("lbfgs", "gradient")],
-        "step_size": [None, Interval(Real, 0, None, closed="neither")],
-        "warm_start": ["boolean"],
-        "n_jobs": [None, Interval(Integral)],
-        "random_state": ["random_state"],
-        "verbose": [Interval(Integral, 0), "boolean"],
-    }
+    _parameter_constraints = shared_constraints(
+        epsilon=[Interval(Real, 0)],
+        p=[Interval(Real, 1, None, closed="neither")],
+        C=SHARED,
+        counting_numbers=[Options(*_COUNTING), tuple, callable],
+        loss=[Options("hamming", None)],
+        class_weight=[None, Options("balanced"), dict],
+        model=[Options("auto"), StructuredModel],
+        max_iter=SHARED,
+        message_passes=[Interval(Integral, 1)],
+        tol=SHARED,
+        solver=[Options("lbfgs", "gradient")],
+        step_size=[None, Interval(Real, 0, None, closed="neither")],
+        warm_start=SHARED,
+        n_jobs=SHARED,
+        random_state=SHARED,
+        verbose=SHARED,
+    )
 
     def __init__(self, *, epsilon=1.0, p=2.0, C=1.0, counting_numbers="bethe", loss="hamming",
                  class_weight=None, model="auto", max_iter=100, message_passes=1, tol=1e-6,
@@ -227,8 +232,9 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         cn = self.counting_numbers
         if isinstance(cn, tuple) and not (len(cn) == 2 and all(
                 isinstance(c, numbers.Real) and np.isfinite(c) for c in cn)):
-            raise ValueError(f"counting_numbers must be one of {_COUNTING}, a pair of "
-                             f"numbers (c_node, c_edge) or a callable, got {cn!r}")
+            raise InvalidParameterError(f"counting_numbers must be one of {_COUNTING}, a "
+                                        f"pair of numbers (c_node, c_edge) or a callable, "
+                                        f"got {cn!r}")
 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y):
@@ -290,33 +296,38 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
     def _run(self, solver):
         """Iterate ``solver`` to ``tol`` or ``max_iter`` and store the fitted attributes
         (``model_`` and ``classes_`` already set)."""
-        hist = {"objective": [], "seconds": []}
-        prev = None
-        restarts = solver.restarts
+        log = _FitLog(self, ("objective", "seconds"), unit="iteration")
+        prev = decrease = None
+        converged = False
+        restarts, start = solver.restarts, solver.n_iter
         for _ in range(self.max_iter):
-            t0 = time.perf_counter()
+            log.start()
             with n_threads(self.n_jobs):
                 new_value = solver.iterate()
-            solver.seconds += time.perf_counter() - t0
+            solver.seconds += log.stop()
             solver.n_iter += 1
-            hist["objective"].append(new_value)
-            hist["seconds"].append(solver.seconds)
-            if self.verbose:
-                print(f"iter {solver.n_iter:4d}  {solver.seconds:8.3f} s  objective "
-                      f"{new_value:.8g}", flush=True)
+            log.record(new_value, solver.seconds)
+            log.say(solver.n_iter, solver.seconds, objective=float(new_value))
             if solver.restarts != restarts:
                 # part of the messages started anew: the objective jumped, which says
                 # nothing about convergence
-                restarts, prev = solver.restarts, None
+                restarts, prev, decrease = solver.restarts, None, None
                 continue
-            if prev is not None and prev - new_value <= self.tol * max(abs(new_value), 1.0):
-                break
+            if prev is not None:
+                decrease = (prev - new_value) / max(abs(new_value), 1.0)
+                if decrease <= self.tol:
+                    converged = True
+                    break
             prev = new_value
+        log.finish(converged=converged, n_iter=solver.n_iter - start, tol=self.tol,
+                   criterion="the relative decrease of the objective in the last iteration",
+                   value=decrease,
+                   advice="Raise max_iter (or message_passes), or tol.")
         self._W, self._P = solver.weights()
         self.coef_ = np.concatenate([self._W.ravel(), self._P.ravel()])
         self.n_iter_ = solver.n_iter
         _set_n_features_in(self, self.model_)
-        self.history_ = {k: np.asarray(v, dtype=np.float64) for k, v in hist.items()}
+        self.history_ = log.history()
         return self
 
     def _context_lw(self, design):
@@ -326,7 +337,7 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
     def _weights(self):
         return self._W, self._P
 
-    def predict_marginals(self, X, n_sweeps=100, *, clamp=None, forbidden=None):
+    def predict_marginals(self, X, *, n_sweeps=100, clamp=None, forbidden=None):
         """Node beliefs of the learned model (no loss) after ``n_sweeps`` sweeps.
 
         Parameters
@@ -335,6 +346,8 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         n_sweeps : int, default=100
             Message sweeps from zero messages (exact marginals on trees with
             Bethe counting numbers at ``epsilon = 1``).
+
+            Changed: keyword-only (it was the second positional parameter).
         clamp, forbidden : optional
             Constraints, as for :meth:`predict`.  The beliefs are those of the
             same message passing on the model restricted to the labellings

@@ -1,6 +1,9 @@
 """What every skstruct estimator shares: models, class weights, predict, score, tags."""
 
 import numbers
+import time
+import warnings
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import clone
@@ -9,12 +12,129 @@ from sklearn.utils.validation import check_is_fitted
 from ._backends import bag_operation
 from ._core import n_threads
 from ._core._packing import check_sequence
+from ._core._params import Interval, InvalidParameterError
 from .models import StructuredModel, auto_model
 
 # the range of C (and C_energy) the learners accept: beyond it the weights or the
 # gradients, scaled by C, overflow their squared norms to inf (or underflow them to 0,
 # which breaks L-BFGS's first step), and no problem needs such a C
 C_RANGE = (1e-100, 1e100)
+
+# the parameters several estimators share, declared once; ``shared_constraints`` merges
+# them into an estimator's table
+SHARED = object()
+_SHARED_CONSTRAINTS = {
+    "C": [Interval(Real, *C_RANGE)],
+    "max_iter": [Interval(Integral, 1)],
+    "tol": [Interval(Real, 0)],
+    "average": ["boolean"],
+    "shuffle": ["boolean"],
+    "warm_start": ["boolean"],
+    "n_jobs": [None, Interval(Integral)],
+    "random_state": ["random_state"],
+    "verbose": [Interval(Integral, 0), "boolean"],
+}
+
+
+def shared_constraints(**table):
+    """An estimator's ``_parameter_constraints``, in the order given: a parameter given
+    :data:`SHARED` takes the shared declaration of its name."""
+    return {k: list(_SHARED_CONSTRAINTS[k]) if v is SHARED else v for k, v in table.items()}
+
+
+class _FitLog:
+    """The bookkeeping of an estimator's fit loop, one format for all.
+
+    Make it once the kernels are compiled: ``fit_seconds_`` counts from then.  Times the
+    iterations (``seconds``: cumulative, from ``seconds`` given, counting only what runs
+    between :meth:`start` and :meth:`stop`), records one row per recorded
+    iteration into ``history_``, prints the verbose lines and, at the end, sets
+    ``fit_seconds_`` and warns when the fit stopped at ``max_iter`` short of its
+    tolerance.
+
+    Parameters
+    ----------
+    est : estimator
+        Its ``verbose`` and ``max_iter`` are read; its fitted attributes written.
+    keys : sequence of str
+        The columns of ``history_``, in order.
+    int_keys : sequence of str
+        The columns stored as integers (the others as floats).
+    unit : str
+        What an iteration is called in the verbose lines and the warning ("pass",
+        "iteration").
+    seconds : float
+        Training time already spent (a warm start continues its clock).
+    """
+
+    def __init__(self, est, keys, *, int_keys=(), unit="iteration", seconds=0.0):
+        self.est = est
+        self.rows = {k: [] for k in keys}
+        self.int_keys = set(int_keys)
+        self.unit = unit
+        self.seconds = float(seconds)
+        self._wall = time.perf_counter()
+        self._t0 = None
+
+    def start(self):
+        """Start timing an iteration's work."""
+        self._t0 = time.perf_counter()
+
+    def stop(self):
+        """Stop timing; returns the seconds since :meth:`start`, added to ``seconds``."""
+        dt = time.perf_counter() - self._t0
+        self.seconds += dt
+        return dt
+
+    def elapsed(self):
+        """Wall seconds since the log was made."""
+        return time.perf_counter() - self._wall
+
+    def record(self, *values):
+        """Append one row to the history: a value per column, in the order of ``keys``."""
+        for k, v in zip(self.rows, values, strict=True):
+            self.rows[k].append(v)
+
+    def say(self, n, seconds=None, **fields):
+        """The verbose line of iteration ``n``: ``unit n  seconds s`` then
+        ``name value`` for each field not None (floats to 6 significant digits)."""
+        if not self.est.verbose:
+            return
+        seconds = self.seconds if seconds is None else seconds
+        line = f"{self.unit} {n:4d}  {seconds:8.3f} s"
+        for name, v in fields.items():
+            if v is None:
+                continue
+            text = f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)
+            line += f"  {name.replace('_', ' ')} {text}"
+        print(line, flush=True)
+
+    def history(self):
+        """The recorded rows as ``history_``: a dict of arrays."""
+        return {k: np.asarray(v, dtype=np.int64 if k in self.int_keys else np.float64)
+                for k, v in self.rows.items()}
+
+    def finish(self, *, converged, n_iter, criterion, value, tol, advice, context="",
+               stacklevel=4):
+        """Set ``fit_seconds_`` and, when the fit ran ``max_iter`` iterations (``n_iter``
+        in this fit) without ``converged``, issue a
+        :class:`~skstruct.exceptions.ConvergenceWarning` naming the estimator,
+        ``max_iter``, the stopping criterion and its last ``value`` (None: not measured
+        yet), the tolerance ``tol`` (a number, or a text such as ``"0 (none)"``) and
+        ``advice`` (what to do); ``context`` prefixes the message.  ``stacklevel``
+        points the warning at the caller of ``fit``."""
+        from ._core._warnings import ConvergenceWarning
+
+        est = self.est
+        est.fit_seconds_ = self.elapsed()
+        if converged or n_iter < est.max_iter:
+            return
+        reached = "not measured yet" if value is None or np.isnan(value) else f"{value:.3g}"
+        units = self.unit + ("es" if self.unit.endswith("s") else "s")
+        tol = tol if isinstance(tol, str) else f"{tol:g}"
+        warnings.warn(f"{context}{type(est).__name__} stopped after max_iter={est.max_iter} "
+                      f"{units} short of its tolerance: {criterion} is {reached}, tol "
+                      f"{tol}. {advice}", ConvergenceWarning, stacklevel=stacklevel)
 
 
 def resolve_model(model, X, y, batched_only=False, design=False, submodular=False):
@@ -31,12 +151,12 @@ def resolve_model(model, X, y, batched_only=False, design=False, submodular=Fals
     check_sequence(y, "y")
     if isinstance(model, str):
         if model != "auto":
-            raise ValueError(f"model must be 'auto' or a model from skstruct.models, got "
-                             f"{model!r}")
+            raise InvalidParameterError(f"model must be 'auto' or a model from "
+                                        f"skstruct.models, got {model!r}")
         model = auto_model(X, y)
     elif not isinstance(model, StructuredModel):
-        raise ValueError(f"model must be 'auto' or a model from skstruct.models, got "
-                         f"{type(model).__name__}")
+        raise InvalidParameterError(f"model must be 'auto' or a model from skstruct.models, "
+                                    f"got {type(model).__name__}")
     if batched_only and not model.has_batched_path():
         raise ValueError(f"model {type(model).__name__} is not a built-in model (or overrides "
                          "a protocol method); this estimator needs the batched models of "
@@ -88,8 +208,8 @@ def loss_weights(class_weight, classes, codes):
         return np.ones(K)
     if isinstance(class_weight, str):
         if class_weight != "balanced":
-            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got "
-                             f"{class_weight!r}")
+            raise InvalidParameterError(f"class_weight must be None, 'balanced' or a dict, "
+                                        f"got {class_weight!r}")
         counts = np.bincount(codes[codes >= 0], minlength=K).astype(np.float64)
         # sklearn's "balanced": n_nodes / (n_classes * count); unseen classes weigh 1
         w = np.ones(K)
@@ -97,16 +217,16 @@ def loss_weights(class_weight, classes, codes):
         w[seen] = codes.shape[0] / (seen.sum() * counts[seen])
         return w
     if not isinstance(class_weight, dict):
-        raise ValueError(f"class_weight must be None, 'balanced' or a dict, got "
-                         f"{type(class_weight).__name__}")
+        raise InvalidParameterError(f"class_weight must be None, 'balanced' or a dict, got "
+                                    f"{type(class_weight).__name__}")
     w = np.ones(K)
     lookup = {c: i for i, c in enumerate(classes.tolist())}
     for label, value in class_weight.items():
         if label not in lookup:
             raise ValueError(f"class_weight has label {label!r} not present in y")
         if not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
-            raise ValueError(f"class_weight[{label!r}] must be a finite number >= 0, got "
-                             f"{value!r}")
+            raise InvalidParameterError(f"class_weight[{label!r}] must be a finite number "
+                                        f">= 0, got {value!r}")
         w[lookup[label]] = float(value)
     return w
 

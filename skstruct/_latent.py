@@ -1,17 +1,21 @@
 """Latent structural SVM: CCCP over imputed hidden states."""
 
-import time
-from numbers import Integral, Real
-
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import StructuredEstimatorMixin, _set_n_features_in, refuse_bags
+from ._base import (
+    SHARED,
+    StructuredEstimatorMixin,
+    _FitLog,
+    _set_n_features_in,
+    refuse_bags,
+    shared_constraints,
+)
 from ._core import n_threads
 from ._core._decoders import EXACT_DECODERS
-from ._core._params import Interval, Options, validate_params
+from ._core._params import InvalidParameterError, Options, validate_params
 from ._svm import StructuredSVM
 from .models import DesignModel, HiddenStatesModel, auto_model
 
@@ -49,15 +53,25 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         The convex learner and its model (``None``: ``StructuredSVM(model=
         HiddenStatesModel())``).  Its solver must be ``"bcfw"``,
         ``"subgradient"`` or ``"one_slack"`` with ``surrogate="margin"`` or
-        ``"lp"``.
+        ``"lp"``.  A convex step that stops at the learner's ``max_iter``
+        short of its tolerance issues its
+        :class:`~skstruct.exceptions.ConvergenceWarning`, naming the CCCP
+        iteration.
+
+        Changed: keyword-only (it was the first positional parameter).
     max_iter : int, default=10
-        CCCP iterations (imputation then convex fit).
+        CCCP iterations (imputation then convex fit).  CCCP has converged
+        when an imputation changes no hidden state (or, with ``tol > 0``,
+        when the primal objective decreases by at most ``tol`` times its
+        value); a fit that runs ``max_iter`` iterations without either
+        issues a :class:`~skstruct.exceptions.ConvergenceWarning`.
     tol : float, default=0.0
         Also stop when the convex step's primal objective decreases by less
         than ``tol`` times its value; the default stops only when no hidden
         state changes.
     latent_init : {"random", "first"}, default="random"
-        Initial hidden states when ``fit`` is given none: drawn at random
+        Initial hidden states when ``fit`` is given none (its
+        ``initial_states``): drawn at random
         among those consistent with the labels (``random_state``), or the
         first consistent one.  ``"first"`` gives every sub-state but the first
         no example to learn from, so CCCP can stay there.
@@ -91,6 +105,8 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         The labels.
     n_iter_ : int
         CCCP iterations run.
+    fit_seconds_ : float
+        Wall time of the last fit's CCCP iterations.
     warm_steps_ : bool
         Whether the convex steps after the first were warm-started
         (``warm_steps`` with ``"auto"`` resolved).
@@ -102,17 +118,17 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         and ``"seconds"`` (cumulative).
     """
 
-    _parameter_constraints = {
-        "estimator": [None, StructuredSVM],
-        "max_iter": [Interval(Integral, 1)],
-        "tol": [Interval(Real, 0)],
-        "latent_init": [Options("random", "first")],
-        "warm_steps": [Options("auto"), "boolean"],
-        "random_state": ["random_state"],
-        "verbose": [Interval(Integral, 0), "boolean"],
-    }
+    _parameter_constraints = shared_constraints(
+        estimator=[None, StructuredSVM],
+        max_iter=SHARED,
+        tol=SHARED,
+        latent_init=[Options("random", "first")],
+        warm_steps=[Options("auto"), "boolean"],
+        random_state=SHARED,
+        verbose=SHARED,
+    )
 
-    def __init__(self, estimator=None, *, max_iter=10, tol=0.0, latent_init="random",
+    def __init__(self, *, estimator=None, max_iter=10, tol=0.0, latent_init="random",
                  warm_steps="auto", random_state=None, verbose=0):
         self.estimator = estimator
         self.max_iter = max_iter
@@ -133,12 +149,13 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             else clone(self.estimator)
         svm._check_params()
         if svm.solver == "extragradient" or svm.surrogate in ("slack", "poslearn"):
-            raise ValueError(f"LatentStructuredSVM needs an estimator with solver='bcfw', "
-                             f"'subgradient' or 'one_slack' and surrogate='margin' or 'lp'; "
-                             f"got solver={svm.solver!r}, surrogate={svm.surrogate!r}")
+            raise InvalidParameterError(
+                f"LatentStructuredSVM needs an estimator with solver='bcfw', 'subgradient' or "
+                f"'one_slack' and surrogate='margin' or 'lp'; got solver={svm.solver!r}, "
+                f"surrogate={svm.surrogate!r}")
         if svm.warm_start:
-            raise ValueError("the estimator's warm_start must be False: every convex step "
-                             "starts anew from the imputed states")
+            raise InvalidParameterError("the estimator's warm_start must be False: every "
+                                        "convex step starts anew from the imputed states")
         if svm.random_state is None:
             svm.random_state = rng.randint(2 ** 31 - 1)
         return svm
@@ -148,11 +165,11 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if isinstance(model, str):
             model = auto_model(X, y)
         if not isinstance(model, DesignModel) or not model.has_batched_path():
-            raise ValueError(f"LatentStructuredSVM needs a built-in model (skstruct.models), "
-                             f"got {type(model).__name__}")
+            raise InvalidParameterError(f"LatentStructuredSVM needs a built-in model "
+                                        f"(skstruct.models), got {type(model).__name__}")
         if getattr(model, "submodular", False):
-            raise ValueError("LatentStructuredSVM does not keep pairwise tables "
-                             "supermodular: use submodular=False")
+            raise InvalidParameterError("LatentStructuredSVM does not keep pairwise tables "
+                                        "supermodular: use submodular=False")
         return clone(model).fit(X, y)
 
     @staticmethod
@@ -165,20 +182,22 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         allowed, codes = allowed_states(model, design)
         return design, packed, codes, allowed
 
-    def _initial(self, design, allowed, latent_init, rng):
+    def _initial(self, design, allowed, initial_states, rng):
         N = allowed.shape[0]
-        if latent_init is not None:
-            H = np.concatenate([np.asarray(h, dtype=np.int64).reshape(-1) for h in latent_init]) \
-                if len(latent_init) else np.zeros(0, np.int64)
+        if initial_states is not None:
+            H = np.concatenate([np.asarray(h, dtype=np.int64).reshape(-1)
+                                for h in initial_states]) \
+                if len(initial_states) else np.zeros(0, np.int64)
             if H.shape[0] != N:
-                raise ValueError(f"latent_init holds {H.shape[0]} states for {N} nodes: give "
-                                 "one array of states per sample, hidden nodes included")
+                raise ValueError(f"initial_states holds {H.shape[0]} states for {N} nodes: "
+                                 "give one array of states per sample, hidden nodes included")
             if np.any((H < 0) | (H >= design.n_classes)):
-                raise ValueError(f"latent_init: states must be in 0..{design.n_classes - 1}")
+                raise ValueError(f"initial_states: states must be in "
+                                 f"0..{design.n_classes - 1}")
             bad = np.flatnonzero(~allowed[np.arange(N), H])
             if bad.size:
                 s = int(np.searchsorted(design.batch.node_offsets, bad[0], side="right") - 1)
-                raise ValueError(f"latent_init: sample {s}, node "
+                raise ValueError(f"initial_states: sample {s}, node "
                                  f"{bad[0] - design.batch.node_offsets[s]}: state {H[bad[0]]} "
                                  "is not consistent with its label")
             return H
@@ -198,19 +217,23 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         return constrained_map(design, u, t, i)
 
     # --------------------------------------------------------------------- fit
-    def fit(self, X, y, *, latent_init=None):
+    def fit(self, X, y, *, initial_states=None):
         """Learn the weights by CCCP.
 
         Parameters
         ----------
         X, y : the training samples, in the format of the model
             (``None`` in ``y`` marks an unknown label).
-        latent_init : list of arrays, optional
+        initial_states : list of arrays, optional
             Initial state of every node of every sample (for
             :class:`~skstruct.models.HiddenNodesModel` the hidden nodes
             included, after the visible ones); states are indices
             ``0 .. n_states - 1`` of the model (for a plain model, label codes
-            in the order of ``classes_``).
+            in the order of ``classes_``).  ``None``: drawn as the
+            constructor's ``latent_init`` says.
+
+            Changed: this parameter was named ``latent_init``, the name of the
+            constructor's parameter for the way of drawing them.
 
         Returns
         -------
@@ -227,14 +250,15 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             s = int(np.searchsorted(design.batch.node_offsets, v, side="right") - 1)
             raise ValueError(f"sample {s}: node {v - design.batch.node_offsets[s]} can take "
                              "no state")
-        H = self._initial(design, allowed, latent_init, rng)
+        H = self._initial(design, allowed, initial_states, rng)
         loss_free = codes < 0
         warm = self.warm_steps
         if warm == "auto":
             warm = bool(np.isin(design.kind, EXACT_DECODERS).all())
-        hist = {"primal": [], "n_changed": [], "n_passes": [], "seconds": []}
-        t0 = time.perf_counter()
-        solver = H_old = None
+        log = _FitLog(self, ("primal", "n_changed", "n_passes", "seconds"),
+                      int_keys=("n_changed", "n_passes"), unit="CCCP iteration")
+        solver = H_old = decrease = None
+        converged = False
         for it in range(self.max_iter):
             design.y = H
             previous = solver
@@ -243,26 +267,37 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
                 solver.relabel(previous, H_old)
                 # passes and seconds count per convex step
                 solver.n_pass, solver.seconds = 0, 0.0
-            svm._learn(model, solver)
+            svm._learn(model, solver,
+                       context=f"In CCCP iteration {it + 1} of LatentStructuredSVM: ")
             W, P = svm._W, svm._P
             primal = svm.history_["primal"][-1] if len(svm.history_["primal"]) else \
                 float(solver.objective()[0])
             with n_threads(svm.n_jobs):
                 H_new = self._impute(design, W, P, allowed)
             changed = int(np.count_nonzero(H_new != H))
-            hist["primal"].append(primal)
-            hist["n_changed"].append(changed)
-            hist["n_passes"].append(solver.n_pass)
-            hist["seconds"].append(time.perf_counter() - t0)
-            if self.verbose:
-                print(f"CCCP iteration {it + 1:3d}  primal {primal:.6g}  states changed "
-                      f"{changed}", flush=True)
+            seconds = log.elapsed()
+            log.record(primal, changed, solver.n_pass, seconds)
+            log.say(it + 1, seconds, primal=float(primal), states_changed=changed)
             if changed == 0:
+                converged = True
                 break
-            prev = hist["primal"][-2] if it else np.inf
-            if self.tol > 0 and prev - primal <= self.tol * abs(primal):
-                break
+            if it:
+                prev = log.rows["primal"][-2]
+                decrease = (prev - primal) / abs(primal) if primal else np.inf
+                if self.tol > 0 and prev - primal <= self.tol * abs(primal):
+                    converged = True
+                    break
             H_old, H = H, H_new
+        if self.tol > 0:
+            log.finish(converged=converged, n_iter=it + 1, tol=self.tol, value=decrease,
+                       criterion="the relative decrease of the primal objective",
+                       advice="Raise max_iter, or tol.", stacklevel=3)
+        else:
+            log.finish(converged=converged, n_iter=it + 1, value=changed, stacklevel=3,
+                       criterion="the count of hidden states the last imputation changed",
+                       tol="0 (no state changes)",
+                       advice="Raise max_iter, or set tol > 0 to stop when the objective "
+                              "stalls.")
         self.estimator_ = svm
         self.model_ = model
         self.classes_ = model.classes_
@@ -270,9 +305,7 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         self.coef_ = svm.coef_
         self.n_iter_ = it + 1
         self.warm_steps_ = warm
-        counts = ("n_changed", "n_passes")
-        self.history_ = {k: np.asarray(v, dtype=np.int64 if k in counts else np.float64)
-                         for k, v in hist.items()}
+        self.history_ = log.history()
         _set_n_features_in(self, model)
         return self
 

@@ -1,13 +1,19 @@
 """The structured perceptron estimator."""
 
-import time
 from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
-from ._base import StructuredEstimatorMixin, _set_n_features_in, resolve_model
+from ._base import (
+    SHARED,
+    StructuredEstimatorMixin,
+    _FitLog,
+    _set_n_features_in,
+    resolve_model,
+    shared_constraints,
+)
 from ._core._params import Interval, Options, validate_params
 from ._core._validation import check_n_jobs
 from .models import StructuredModel
@@ -42,7 +48,11 @@ class StructuredPerceptron(StructuredEstimatorMixin, BaseEstimator):
     max_iter : int, default=10
         Maximum number of passes over the data.  ``fit`` stops earlier after a
         pass without a single wrong decoding (the weights can no longer
-        change).
+        change): that is the perceptron's convergence, and a fit whose
+        ``max_iter``-th pass still decoded a sample wrongly issues a
+        :class:`~skstruct.exceptions.ConvergenceWarning` (on data that no
+        weights separate, every fit does: silence it, or use
+        ``StructuredSVM``).
     average : bool, default=True
         Return the average of the weights after every step (robust to the
         order of the last samples) instead of the last weights.
@@ -76,6 +86,8 @@ class StructuredPerceptron(StructuredEstimatorMixin, BaseEstimator):
         Passes run.
     n_features_in_ : int
         Node features of the training data (for models that have them).
+    fit_seconds_ : float
+        Wall time of the last fit's passes (compilation excluded).
     history_ : dict of ndarray
         Per pass: ``"pass"``, ``"mistakes"`` (samples decoded wrongly, hence
         stepped, during the pass), ``"errors"`` (wrongly decoded nodes, or
@@ -99,17 +111,17 @@ class StructuredPerceptron(StructuredEstimatorMixin, BaseEstimator):
     True
     """
 
-    _parameter_constraints = {
-        "model": [Options("auto"), StructuredModel],
-        "max_iter": [Interval(Integral, 1)],
-        "average": ["boolean"],
-        "loss_augmented": ["boolean"],
-        "shuffle": ["boolean"],
-        "inference_iter": [Interval(Integral, 1)],
-        "n_jobs": [None, Interval(Integral)],
-        "random_state": ["random_state"],
-        "verbose": [Interval(Integral, 0), "boolean"],
-    }
+    _parameter_constraints = shared_constraints(
+        model=[Options("auto"), StructuredModel],
+        max_iter=SHARED,
+        average=SHARED,
+        loss_augmented=["boolean"],
+        shuffle=SHARED,
+        inference_iter=[Interval(Integral, 1)],
+        n_jobs=SHARED,
+        random_state=SHARED,
+        verbose=SHARED,
+    )
 
     def __init__(self, *, model="auto", max_iter=10, average=True, loss_augmented=False,
                  shuffle=True, inference_iter=10, n_jobs=None, random_state=None, verbose=0):
@@ -169,30 +181,30 @@ class StructuredPerceptron(StructuredEstimatorMixin, BaseEstimator):
             self.classes_ = model.classes_
         # an empty pass compiles (or loads) the kernel outside the recorded times
         solver.run_pass(np.zeros(0, np.int64))
-        hist = {k: [] for k in ("pass", "mistakes", "errors", "seconds")}
-        seconds = 0.0
+        log = _FitLog(self, ("pass", "mistakes", "errors", "seconds"),
+                      int_keys=("pass", "mistakes"), unit="pass")
         for it in range(self.max_iter):
             order = (rng.permutation(S) if self.shuffle else np.arange(S)).astype(np.int64)
-            t0 = time.perf_counter()
+            log.start()
             stepped, errors = solver.run_pass(order)
-            seconds += time.perf_counter() - t0
-            for k, v in zip(hist, (it + 1, stepped, errors, seconds)):
-                hist[k].append(v)
-            if self.verbose:
-                print(f"pass {it + 1:4d}  {seconds:8.3f} s  mistakes {stepped}  "
-                      f"errors {errors:g}", flush=True)
+            log.stop()
+            log.record(it + 1, stepped, errors, log.seconds)
+            log.say(it + 1, mistakes=int(stepped), errors=float(errors))
             if stepped == 0:
                 break
+        log.finish(converged=stepped == 0, n_iter=it + 1,
+                   criterion="the count of samples decoded wrongly in the last pass",
+                   value=stepped, tol="0 (a pass without mistakes)", stacklevel=3,
+                   advice="Raise max_iter; data that no weights separate never converge.")
         if model.has_batched_path():
             W, P = solver.weights()
             self._W, self._P = W, P
             self.coef_ = np.concatenate([W.ravel(), P.ravel()])
         else:
             self.coef_ = solver.weights()
-        self.n_iter_ = len(hist["pass"])
+        self.n_iter_ = it + 1
         _set_n_features_in(self, model)
-        self.history_ = {k: np.asarray(v, dtype=np.float64 if k in ("errors", "seconds")
-                                       else np.int64) for k, v in hist.items()}
+        self.history_ = log.history()
         return self
 
     def _weights(self):

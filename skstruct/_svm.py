@@ -1,7 +1,6 @@
 """The structured SVM estimator."""
 
-import time
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -9,20 +8,21 @@ from sklearn.utils import check_random_state
 
 from ._backends import bag_operation
 from ._base import (
-    C_RANGE,
+    SHARED,
     StructuredEstimatorMixin,
+    _FitLog,
     _is_bag,
     _set_n_features_in,
     loss_weights,
     resolve_model,
+    shared_constraints,
 )
 from ._core._decoders import TRWS, VITERBI
-from ._core._params import Interval, Options, validate_params
+from ._core._params import Interval, InvalidParameterError, Options, validate_params
 from .models import StructuredModel
 
 _SOLVERS = ("bcfw", "subgradient", "extragradient", "one_slack")
 _SURROGATES = ("margin", "slack", "poslearn", "lp")
-_ORDERS = ("perm", "uniform")
 _LOSSES = ("hamming", "normalized_hamming")
 
 
@@ -85,10 +85,15 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     max_iter : int, default=100
         Maximum number of passes over the data.
     tol : float, default=1e-3
-        BCFW stops when the duality gap (lambda form) of the returned weights
-        is at most ``tol`` at a checked pass (see ``check_every``).  Unused by
-        the subgradient solver, which has no certificate and runs
-        ``max_iter`` passes.
+        BCFW, extragradient and one-slack stop when the duality gap (lambda
+        form) of the returned weights is at most ``tol`` at a checked pass
+        (see ``check_every``); a fit that runs ``max_iter`` passes and ends
+        with a larger gap issues a :class:`~skstruct.exceptions.ConvergenceWarning`
+        (none when ``check_every=0``: the gap is then never computed).  The
+        subgradient solver has no certificate and runs ``max_iter`` passes;
+        for it ``tol`` only decides the warning, issued when the returned
+        weights moved, over the last pass, by more than ``tol`` times their
+        norm (``||w_T - w_(T-1)|| > tol ||w_T||``).
     check_every : int or None, default=None
         Passes between evaluations of the primal objective and the duality
         gap (one parallel oracle pass over the data, about half the cost of a
@@ -106,12 +111,18 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         convergence trace in ``history_``).  Whenever checks are on, the last
         pass is evaluated, so ``history_`` ends with the returned weights'
         gap.
-    averaging : bool, default=True
+    average : bool, default=True
         Return the weighted average of the iterates (``2 / (k + 2)`` weights)
         instead of the last iterate.
-    sample_order : {"perm", "uniform"}, default="perm"
-        A fresh random permutation per pass, or samples drawn uniformly with
-        replacement (mini-batches without replacement).
+
+        Changed: this parameter was named ``averaging``.
+    shuffle : bool or "uniform", default=True
+        ``True``: a fresh random permutation of the samples per pass;
+        ``False``: the given order every pass; ``"uniform"``: samples drawn
+        uniformly with replacement (mini-batches without replacement).
+
+        Changed: this parameter was named ``sample_order``, with values
+        ``"perm"`` (now ``True``) and ``"uniform"`` (now ``"uniform"``).
     batch_size : int, default=1
         Subgradient mini-batch size; the oracles of a mini-batch run in
         parallel.
@@ -130,7 +141,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     n_jobs : int or None, default=None
         Threads for the objective checks, mini-batches and ``predict``.
     random_state : int, RandomState or None, default=None
-        Sample order.
+        Sample order (``shuffle``).
     verbose : int, default=0
         Print one line per pass (time so far; objective values on checked
         passes).
@@ -152,6 +163,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         Passes run.
     n_features_in_ : int
         Node features of the training data (for models that have them).
+    fit_seconds_ : float
+        Wall time of the last fit's passes and checks (compilation excluded).
     history_ : dict of ndarray
         Per checked pass: ``"pass"``, ``"primal"``, ``"dual"`` (BCFW; NaN-free:
         the subgradient solver reports no dual and no gap), ``"gap"``,
@@ -197,28 +210,28 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     True
     """
 
-    _parameter_constraints = {
-        "C": [Interval(Real, *C_RANGE)],
-        "model": [Options("auto"), StructuredModel],
-        "solver": [Options(*_SOLVERS)],
-        "surrogate": [Options(*_SURROGATES)],
-        "max_iter": [Interval(Integral, 1)],
-        "tol": [Interval(Real, 0)],
-        "check_every": [None, Interval(Integral, 0)],
-        "averaging": ["boolean"],
-        "sample_order": [Options(*_ORDERS)],
-        "batch_size": [Interval(Integral, 1)],
-        "loss": [Options(*_LOSSES)],
-        "class_weight": [None, Options("balanced"), dict],
-        "inference_iter": [Interval(Integral, 1)],
-        "warm_start": ["boolean"],
-        "n_jobs": [None, Interval(Integral)],
-        "random_state": ["random_state"],
-        "verbose": [Interval(Integral, 0), "boolean"],
-    }
+    _parameter_constraints = shared_constraints(
+        C=SHARED,
+        model=[Options("auto"), StructuredModel],
+        solver=[Options(*_SOLVERS)],
+        surrogate=[Options(*_SURROGATES)],
+        max_iter=SHARED,
+        tol=SHARED,
+        check_every=[None, Interval(Integral, 0)],
+        average=SHARED,
+        shuffle=["boolean", Options("uniform")],
+        batch_size=[Interval(Integral, 1)],
+        loss=[Options(*_LOSSES)],
+        class_weight=[None, Options("balanced"), dict],
+        inference_iter=[Interval(Integral, 1)],
+        warm_start=SHARED,
+        n_jobs=SHARED,
+        random_state=SHARED,
+        verbose=SHARED,
+    )
 
     def __init__(self, *, C=1.0, model="auto", solver="bcfw", surrogate="margin", max_iter=100,
-                 tol=1e-3, check_every=None, averaging=True, sample_order="perm",
+                 tol=1e-3, check_every=None, average=True, shuffle=True,
                  batch_size=1, loss="hamming", class_weight=None, inference_iter=10,
                  warm_start=False, n_jobs=None, random_state=None, verbose=0):
         self.C = C
@@ -228,8 +241,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.check_every = check_every
-        self.averaging = averaging
-        self.sample_order = sample_order
+        self.average = average
+        self.shuffle = shuffle
         self.batch_size = batch_size
         self.loss = loss
         self.class_weight = class_weight
@@ -243,11 +256,17 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     def _check_params(self):
         validate_params(self)
         if self.surrogate == "lp" and self.solver == "bcfw":
-            raise ValueError("surrogate='lp' needs solver='subgradient' (see the docstring)")
+            raise InvalidParameterError("surrogate='lp' needs solver='subgradient' (see the "
+                                        "docstring)")
+        if self.solver == "extragradient" and not self.average:
+            raise InvalidParameterError("solver='extragradient' returns Nesterov's average of "
+                                        "its iterates (its convergence guarantee is for the "
+                                        "average): average=False is not supported")
         if self.surrogate == "slack" and (self.class_weight is not None
                                           or self.loss != "hamming"):
-            raise ValueError("surrogate='slack' is exact only for the plain Hamming loss: "
-                             "class_weight must be None and loss 'hamming'")
+            raise InvalidParameterError("surrogate='slack' is exact only for the plain "
+                                        "Hamming loss: class_weight must be None and loss "
+                                        "'hamming'")
 
     def _check_structure(self, design):
         kind = design.kind
@@ -264,9 +283,10 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         for name, default in (("surrogate", "margin"), ("loss", "hamming"),
                               ("class_weight", None)):
             if getattr(self, name) != default:
-                raise ValueError(f"{name}={getattr(self, name)!r} needs a built-in model; "
-                                 f"{type(model).__name__} is trained through the model "
-                                 f"protocol, with margin rescaling and its own loss")
+                raise InvalidParameterError(
+                    f"{name}={getattr(self, name)!r} needs a built-in model; "
+                    f"{type(model).__name__} is trained through the model protocol, with "
+                    "margin rescaling and its own loss")
 
     # --------------------------------------------------------------------- fit
     def _make_solver(self, model, X, y, design, loss_free=None):
@@ -282,13 +302,13 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             design, lw = self._prepared(model, design, loss_free)
             lam = 1.0 / (self.C * design.batch.n_samples)
             solver = batched(design, lw, lam=lam, surrogate=self.surrogate,
-                             averaging=self.averaging, inference_iter=self.inference_iter,
+                             averaging=self.average, inference_iter=self.inference_iter,
                              n_jobs=self.n_jobs, **extra)
         else:
             self._check_protocol(model)
             X, y = _sample_lists(X, y)
             solver = protocol(model, X, y, lam=1.0 / (self.C * len(X)),
-                              averaging=self.averaging, **extra)
+                              averaging=self.average, **extra)
         old = getattr(self, "_solver", None)
         if self.warm_start and old is not None and old.key() == solver.key():
             solver.carry(old)
@@ -350,14 +370,16 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         model, made = resolve_model(self.model, X, y, design=True, submodular=True)
         if getattr(model, "latent", False):
             raise ValueError(f"{type(model).__name__} has hidden states: train it with "
-                             "LatentStructuredSVM(StructuredSVM(model=...)), which imputes them")
+                             "LatentStructuredSVM(estimator=StructuredSVM(model=...)), which "
+                             "imputes them")
         solver = self._make_solver(model, X, y, None if made is None else made[0])
         del made
         return self._learn(model, solver)
 
-    def _learn(self, model, solver):
+    def _learn(self, model, solver, context=""):
         """Run ``solver`` to convergence or ``max_iter`` passes and store the fitted
-        attributes (``model`` is the fitted model)."""
+        attributes (``model`` is the fitted model); ``context`` prefixes the
+        convergence warning."""
         S = solver.n_samples
         rng = check_random_state(self.random_state)
         check_every = self.check_every
@@ -365,41 +387,56 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         armed = None if check_every is None and solver.has_dual else 0
         check_every = (10 if solver.has_dual else 0) if check_every is None else check_every
         estimates = []
-        hist = {k: [] for k in ("pass", "primal", "dual", "gap", "seconds")}
         self.model_ = model
         if hasattr(model, "classes_"):
             self.classes_ = model.classes_
         # an empty pass compiles (or loads) the kernels, so that compilation never
         # counts as training time in history_
         solver.run_pass(np.zeros(0, np.int64))
+        log = _FitLog(self, ("pass", "primal", "dual", "gap", "seconds"), int_keys=("pass",),
+                      unit="pass")
+        gap = moved = None
+        converged = False
         for it in range(self.max_iter):
             order = self._order(rng, S)
-            t0 = time.perf_counter()
-            estimate = solver.run_pass(order)
-            solver.seconds += time.perf_counter() - t0
-            solver.n_pass += 1
             last = it == self.max_iter - 1
+            if last and not solver.has_dual:
+                before = _flat(solver.weights())
+            log.start()
+            estimate = solver.run_pass(order)
+            solver.seconds += log.stop()
+            solver.n_pass += 1
             if solver.has_dual:
                 estimates.append(estimate)
                 if armed is None and estimate <= 2.0 * self.tol:
                     armed = it + 1          # a check now, then every check_every passes
             checked = bool(check_every) and (
                 last or armed is not None and (it + 1 - armed) % check_every == 0)
+            primal = dual = None
             if checked:
                 primal, dual, gap = solver.objective()
-                for k, v in zip(hist, (solver.n_pass, primal, dual, gap, solver.seconds)):
-                    hist[k].append(v)
-            if self.verbose:
-                line = f"pass {solver.n_pass:4d}  {solver.seconds:8.3f} s"
-                if solver.has_dual:
-                    line += f"  gap estimate {estimate:.3g}"
-                if checked:
-                    line += f"  primal {primal:.6g}"
-                    if solver.has_dual:
-                        line += f"  dual {dual:.6g}  gap {gap:.3g}"
-                print(line, flush=True)
-            if checked and solver.has_dual and gap <= self.tol:
+                log.record(solver.n_pass, primal, dual, gap, solver.seconds)
+            has_dual = solver.has_dual
+            log.say(solver.n_pass, solver.seconds,
+                    gap_estimate=estimate if has_dual else None, primal=primal,
+                    dual=dual if has_dual else None, gap=gap if checked and has_dual else None)
+            if checked and has_dual and gap <= self.tol:
+                converged = True
                 break
+        if solver.has_dual:
+            # without checks (check_every=0) the gap is never known: nothing to warn about
+            log.finish(converged=converged or not check_every, n_iter=it + 1,
+                       criterion="the duality gap", value=gap, tol=self.tol, context=context,
+                       advice="Raise max_iter (a larger C needs more passes), or tol.")
+        else:
+            after = _flat(solver.weights())
+            step, norm = np.linalg.norm(after - before), np.linalg.norm(after)
+            moved = step / norm if norm > 0 else (0.0 if step == 0 else np.inf)
+            log.finish(converged=moved <= self.tol, n_iter=it + 1,
+                       criterion="the relative change of the weights over the last pass",
+                       value=moved, tol=self.tol, context=context,
+                       advice="Raise max_iter, or use solver='bcfw', whose duality gap "
+                              "certifies convergence.")
         self._solver = solver
         if model.has_batched_path():
             W, P = solver.weights()
@@ -409,8 +446,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             self.coef_ = solver.weights()
         self.n_iter_ = solver.n_pass
         _set_n_features_in(self, model)
-        self.history_ = {k: np.asarray(v, dtype=np.int64 if k == "pass" else np.float64)
-                         for k, v in hist.items()}
+        self.history_ = log.history()
         if not solver.has_dual:
             del self.history_["dual"], self.history_["gap"]
             self.__dict__.pop("gap_estimates_", None)
@@ -419,15 +455,17 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         return self
 
     def _order(self, rng, S):
-        if self.sample_order == "perm" or self.solver == "subgradient" and self.batch_size > 1:
-            if self.sample_order == "uniform":
+        if isinstance(self.shuffle, str):       # "uniform": drawn with replacement
+            if self.solver == "subgradient" and self.batch_size > 1:
                 # mini-batches drawn uniformly, without replacement inside a batch
                 B = self.batch_size
                 parts = [rng.choice(S, min(B, S), replace=False)
                          for _ in range(-(-S // B))]
                 return np.concatenate(parts)[:S].astype(np.int64)
+            return rng.randint(0, S, S).astype(np.int64)
+        if self.shuffle:
             return rng.permutation(S).astype(np.int64)
-        return rng.randint(0, S, S).astype(np.int64)
+        return np.arange(S, dtype=np.int64)
 
     def _weights(self):
         return self._W, self._P
@@ -441,6 +479,13 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         # within a session; keep pickles small
         state.pop("_solver", None)
         return state
+
+
+def _flat(weights):
+    """The weights a solver returns, ``(W, P)`` or flat, as one flat array."""
+    if isinstance(weights, tuple):
+        return np.concatenate([np.ravel(w) for w in weights])
+    return np.array(weights, dtype=np.float64).ravel()
 
 
 def _sample_lists(X, y):

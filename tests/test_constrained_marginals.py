@@ -167,7 +167,7 @@ def test_approx_constrained_beliefs_match_enumeration_on_trees(kind):
         cl = clamp if cl else None
         fb = forbidden if fb else None
         for n_sweeps in (3, 100):
-            marg = est.predict_marginals(X, n_sweeps, clamp=cl, forbidden=fb)
+            marg = est.predict_marginals(X, n_sweeps=n_sweeps, clamp=cl, forbidden=fb)
             for s, x in enumerate(X):
                 want = _reference(labellings[s], x, None if cl is None else cl[s], fb)
                 np.testing.assert_allclose(marg[s], want, atol=1e-9)
@@ -185,15 +185,15 @@ def test_approx_constrained_beliefs_on_loopy_graphs_are_the_penalty_limit(counti
     est = ApproxStructuredPredictor(epsilon=0.3, counting_numbers=counting, C=3.0,
                                     max_iter=15, model=model).fit(X, y)
     clamp, forbidden = _constraints(X, seed=6)
-    free = est.predict_marginals(X, 50)
-    for a, b in zip(est.predict_marginals(X, 50, forbidden=[]), free):
+    free = est.predict_marginals(X, n_sweeps=50)
+    for a, b in zip(est.predict_marginals(X, n_sweeps=50, forbidden=[]), free):
         np.testing.assert_array_equal(a, b)
-    marg = est.predict_marginals(X, 50, clamp=clamp, forbidden=forbidden)
+    marg = est.predict_marginals(X, n_sweeps=50, clamp=clamp, forbidden=forbidden)
     pred = est.predict(X, clamp=clamp, forbidden=forbidden)
     _check_shape_of_constrained(marg, X, pred, clamp, forbidden, est.classes_)
     assert not all(np.allclose(a, b) for a, b in zip(marg, free))
     monkeypatch.setattr(approx_module, "_PENALTY_MARGIN", 10 * approx_module._PENALTY_MARGIN)
-    larger = est.predict_marginals(X, 50, clamp=clamp, forbidden=forbidden)
+    larger = est.predict_marginals(X, n_sweeps=50, clamp=clamp, forbidden=forbidden)
     for a, b in zip(marg, larger):
         np.testing.assert_allclose(a, b, atol=1e-10)
 
@@ -303,7 +303,7 @@ def test_unsatisfiable_and_bad_constraints_are_refused():
             est.predict_marginals(X, forbidden=["ab"])
     est = estimators[2]
     with pytest.raises(ValueError, match="n_sweeps must be a positive integer"):
-        est.predict_marginals(X, 0, clamp=[{0: "a"}] * len(X))
+        est.predict_marginals(X, n_sweeps=0, clamp=[{0: "a"}] * len(X))
     eps0 = ApproxStructuredPredictor(epsilon=0.0, max_iter=2).fit(X, y)
     with pytest.raises(ValueError, match="epsilon > 0"):
         eps0.predict_marginals(X, clamp=[{0: "a"}] * len(X))

@@ -130,7 +130,7 @@ def test_bad_bags_and_unsupported_settings(client):
     with pytest.raises(ValueError, match="balanced"):
         ApproxStructuredPredictor(max_iter=2, class_weight="balanced").fit(Xb, yb)
     with pytest.raises(ValueError, match="supported by CRF, NonLocalCRF without an energy, "):
-        LatentStructuredSVM(StructuredSVM(), max_iter=2).fit(Xb, yb)
+        LatentStructuredSVM(estimator=StructuredSVM(), max_iter=2).fit(Xb, yb)
     # an unknown label deep in a partition: the error names the partition and the sample
     y_bad = list(y)
     y_bad[21] = hide([y[21]], [[0]])[0]
@@ -176,13 +176,13 @@ def test_distributed_primal_dual_on_grids(client):
                                rtol=1e-6)
 
 
-@pytest.mark.parametrize("averaging", [False, True])
-def test_distributed_subgradient_takes_the_local_steps(client, averaging):
+@pytest.mark.parametrize("average", [False, True])
+def test_distributed_subgradient_takes_the_local_steps(client, average):
     """The same mini-batches (drawn by the client as the local fit draws them), their
     oracles on the workers, the step on the client: the local primal at every pass."""
     X, y = data()
-    settings = dict(solver="subgradient", batch_size=8, sample_order="perm", max_iter=6,
-                    check_every=1, averaging=averaging, random_state=0, C=2.0)
+    settings = dict(solver="subgradient", batch_size=8, shuffle=True, max_iter=6,
+                    check_every=1, average=average, random_state=0, C=2.0)
     local = StructuredSVM(**settings).fit(X, y)
     dist = StructuredSVM(**settings).fit(*bags(X, y, 3))
     np.testing.assert_allclose(dist.history_["primal"], local.history_["primal"], rtol=1e-6)
@@ -192,7 +192,7 @@ def test_distributed_subgradient_takes_the_local_steps(client, averaging):
 def test_parallel_bcfw_on_one_partition_is_the_sequential_solver(client):
     X, y = data()
     settings = dict(solver="bcfw", C=1.0, max_iter=30, check_every=5, random_state=0,
-                    tol=0.0, averaging=False)
+                    tol=0.0, average=False)
     seq = StructuredSVM(**settings).fit(X, y)
     par = StructuredSVM(**settings).fit(*bags(X, y, 1))
     for key in ("primal", "dual"):
@@ -205,7 +205,7 @@ def test_parallel_bcfw_brackets_the_sequential_optimum(client):
     each is within 2% of it."""
     X, y = data()
     settings = dict(solver="bcfw", C=1.0, max_iter=250, check_every=10, random_state=0,
-                    tol=0.0, averaging=False)
+                    tol=0.0, average=False)
     seq = StructuredSVM(**settings).fit(X, y)
     par = StructuredSVM(**settings).fit(*bags(X, y, 4))
     dual = par.history_["dual"]
@@ -293,7 +293,7 @@ def test_a_lost_worker_keeps_the_weights_the_sum_of_the_blocks(client, lose_a_wo
     sequential optimum."""
     X, y = data()
     settings = dict(solver="bcfw", C=1.0, max_iter=250, check_every=10, random_state=0,
-                    tol=0.0, averaging=False)
+                    tol=0.0, average=False)
     seq = StructuredSVM(**settings).fit(X, y)
     seen = lose_a_worker(40)
     par = StructuredSVM(**settings).fit(*bags(X, y, 4))

@@ -1405,8 +1405,8 @@ def _params_table():
     table += [(StructuredSVM, p, v) for p, v in [
         ("surrogate", "hinge"), ("inference_iter", 0), ("batch_size", 0),
         ("class_weight", "auto"), ("class_weight", {7: 1.0}), ("class_weight", {0: -1.0}),
-        ("class_weight", {0: np.inf}), ("loss", "zero_one"), ("sample_order", "random"),
-        ("check_every", -1), ("averaging", "yes"), ("warm_start", 1)]]
+        ("class_weight", {0: np.inf}), ("loss", "zero_one"), ("shuffle", "random"),
+        ("check_every", -1), ("average", "yes"), ("warm_start", 1)]]
     table += [(ApproxStructuredPredictor, p, v) for p, v in [
         ("epsilon", -0.1), ("epsilon", np.nan), ("p", 1.0), ("p", 0.5),
         ("counting_numbers", "tree"), ("counting_numbers", (1.0,)),

@@ -317,7 +317,7 @@ def _fit_states(solver="one_slack", seed=0, n_states=(2, 1), **kw):
                 subgradient=dict(max_iter=30))[solver]
     svm = StructuredSVM(model=HiddenStatesModel(ChainModel(), n_states_per_label=list(n_states)),
                         C=3.0, solver=solver, **opts)
-    return X, y, LatentStructuredSVM(svm, random_state=seed, **kw).fit(X, y)
+    return X, y, LatentStructuredSVM(estimator=svm, random_state=seed, **kw).fit(X, y)
 
 
 @pytest.mark.parametrize("solver", ["one_slack", "bcfw", "subgradient"])
@@ -350,7 +350,7 @@ def test_latent_ssvm_hidden_nodes_against_enumeration():
     X, y = hidden_nodes_data(seed=5, n=5)
     svm = StructuredSVM(model=HiddenNodesModel(n_hidden_states=2), C=3.0, solver="one_slack",
                         tol=1e-8, max_iter=300)
-    lat = LatentStructuredSVM(svm, random_state=0).fit(X, y)
+    lat = LatentStructuredSVM(estimator=svm, random_state=0).fit(X, y)
     m = lat.model_
     base = visible_allowed(X, 2, 2)
     states = lat.predict_latent(X)
@@ -368,7 +368,7 @@ def test_latent_ssvm_hidden_nodes_against_enumeration():
 
 @pytest.mark.parametrize("solver", ["one_slack", "bcfw", "subgradient"])
 def test_convex_step_is_the_ssvm_of_the_given_states_with_a_label_loss(solver):
-    """``latent_init`` and one iteration: the primal reported is the enumerated one of
+    """``initial_states`` and one iteration: the primal reported is the enumerated one of
     those states as the truth under the label loss (not the state loss); with a
     certified solver its weights minimise it (a convex objective: no nearby point
     does better)."""
@@ -382,7 +382,7 @@ def test_convex_step_is_the_ssvm_of_the_given_states_with_a_label_loss(solver):
                 subgradient=dict(max_iter=30))[solver]
     svm = StructuredSVM(model=HiddenStatesModel(ChainModel(), n_states_per_label=[2, 1]), C=C,
                         solver=solver, random_state=0, **opts)
-    lat = LatentStructuredSVM(svm, max_iter=1).fit(X, y, latent_init=H0)
+    lat = LatentStructuredSVM(estimator=svm, max_iter=1).fit(X, y, initial_states=H0)
     assert lat.n_iter_ == 1
     samples = st_samples(X)
     ones = [np.ones(len(c)) for c in codes]
@@ -401,13 +401,13 @@ def test_latent_init_first_starts_from_the_first_state_of_each_label():
     X, y = states_data(seed=6)
     m = HiddenStatesModel(ChainModel(), n_states_per_label=[2, 2])
     svm = StructuredSVM(model=m, C=3.0, solver="one_slack", tol=1e-8, max_iter=300)
-    first = LatentStructuredSVM(svm, max_iter=1, latent_init="first").fit(X, y)
+    first = LatentStructuredSVM(estimator=svm, max_iter=1, latent_init="first").fit(X, y)
     H = [np.where(lab == "p", 0, 2) for lab in y]
-    given = LatentStructuredSVM(svm, max_iter=1).fit(X, y, latent_init=H)
+    given = LatentStructuredSVM(estimator=svm, max_iter=1).fit(X, y, initial_states=H)
     np.testing.assert_allclose(first.coef_, given.coef_, atol=1e-12)
     # random: states drawn among the consistent ones, reproducibly
-    a = LatentStructuredSVM(svm, max_iter=1, random_state=5).fit(X, y)
-    b = LatentStructuredSVM(svm, max_iter=1, random_state=5).fit(X, y)
+    a = LatentStructuredSVM(estimator=svm, max_iter=1, random_state=5).fit(X, y)
+    b = LatentStructuredSVM(estimator=svm, max_iter=1, random_state=5).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert np.abs(a.coef_ - first.coef_).max() > 1e-3
 
@@ -416,8 +416,8 @@ def test_one_state_per_label_is_the_plain_chain_ssvm():
     X, y = states_data(seed=7)
     for solver, kw in [("one_slack", dict(tol=1e-8, max_iter=300)), ("bcfw", dict(max_iter=40))]:
         m = HiddenStatesModel(ChainModel(), n_states_per_label=1)
-        lat = LatentStructuredSVM(StructuredSVM(model=m, C=2.0, solver=solver, random_state=1,
-                                                **kw)).fit(X, y)
+        lat = LatentStructuredSVM(estimator=StructuredSVM(model=m, C=2.0, solver=solver,
+                                                          random_state=1, **kw)).fit(X, y)
         ref = StructuredSVM(model=ChainModel(), C=2.0, solver=solver, random_state=1,
                             **kw).fit(X, y)
         assert lat.n_iter_ == 1
@@ -429,9 +429,9 @@ def test_one_state_per_label_is_the_plain_chain_ssvm():
 def test_hidden_nodes_model_without_hidden_nodes_is_the_plain_graph_ssvm():
     X, y = hidden_nodes_data(seed=8)
     X0 = [(f, e[(e < len(f)).all(axis=1)], 0) for f, e, _ in X]
-    lat = LatentStructuredSVM(StructuredSVM(model=HiddenNodesModel(n_hidden_states=2), C=2.0,
-                                            solver="one_slack", tol=1e-8, max_iter=300)
-                              ).fit(X0, y)
+    lat = LatentStructuredSVM(estimator=StructuredSVM(
+        model=HiddenNodesModel(n_hidden_states=2), C=2.0, solver="one_slack", tol=1e-8,
+        max_iter=300)).fit(X0, y)
     ref = StructuredSVM(model=GraphModel(), C=2.0, solver="one_slack", tol=1e-8,
                         max_iter=300).fit([(f, e) for f, e, _ in X0], y)
     W, P = lat.unary_coef_, lat.pairwise_coef_
@@ -464,7 +464,7 @@ def test_hidden_states_with_unknown_labels():
     assert value == pytest.approx(ref_v, rel=1e-10)
     np.testing.assert_allclose(grad, ref_g, atol=1e-9)
     C = 3.0
-    lat = LatentStructuredSVM(StructuredSVM(model=m, C=C, solver="one_slack", tol=1e-8,
+    lat = LatentStructuredSVM(estimator=StructuredSVM(model=m, C=C, solver="one_slack", tol=1e-8,
                                             max_iter=300), random_state=0).fit(X, yp)
     assert lat.history_["n_changed"][-1] == 0
     H = lat.latent(X, yp)
@@ -487,7 +487,7 @@ def test_predict_marginals_of_a_latent_model_are_label_marginals(kind):
     else:
         X, y = hidden_nodes_data(seed=11)
         svm = StructuredSVM(model=HiddenNodesModel(n_hidden_states=2), C=3.0, max_iter=50)
-        lat = LatentStructuredSVM(svm, random_state=0).fit(X, y)
+        lat = LatentStructuredSVM(estimator=svm, random_state=0).fit(X, y)
         samples, base = hn_samples(X), visible_allowed(X, 2, 2)
         visible = [len(f) for f, _, _ in X]
     K = lat.model_.n_states_
@@ -523,8 +523,9 @@ def test_latent_ssvm_refuses_solvers_that_do_not_read_the_label_loss(kw, model):
     else:
         X, y = hidden_nodes_data()
         m = HiddenNodesModel()
-    with pytest.raises(ValueError, match="LatentStructuredSVM needs an estimator with"):
-        LatentStructuredSVM(StructuredSVM(model=m, max_iter=3, **kw), max_iter=2).fit(X, y)
+    with pytest.raises(TypeError, match="LatentStructuredSVM needs an estimator with"):
+        LatentStructuredSVM(estimator=StructuredSVM(model=m, max_iter=3, **kw),
+                            max_iter=2).fit(X, y)
 
 
 @pytest.mark.parametrize("estimator, match", [
@@ -535,34 +536,36 @@ def test_latent_ssvm_refuses_bad_estimators(estimator, match):
     X, y = states_data()
     if isinstance(estimator.model, GraphModel):
         X = [(x, chain_edges(len(x))) for x in X]
-    with pytest.raises(ValueError, match=match):
-        LatentStructuredSVM(estimator, max_iter=1).fit(X, y)
+    with pytest.raises(ValueError, match=match) as err:
+        LatentStructuredSVM(estimator=estimator, max_iter=1).fit(X, y)
+    assert isinstance(err.value, TypeError)       # a parameter error, as in scikit-learn
 
 
-def test_latent_init_is_validated():
+def test_initial_states_are_validated():
     X, y = states_data()
     svm = StructuredSVM(model=HiddenStatesModel(ChainModel(), n_states_per_label=[2, 1]),
                         max_iter=3)
-    lat = LatentStructuredSVM(svm, max_iter=1)
+    lat = LatentStructuredSVM(estimator=svm, max_iter=1)
     good = [np.where(lab == "p", 0, 2) for lab in y]
-    lat.fit(X, y, latent_init=good)
+    lat.fit(X, y, initial_states=good)
     with pytest.raises(ValueError, match="holds 24 states for 25 nodes"):
-        lat.fit(X, y, latent_init=[good[0][:-1]] + good[1:])
+        lat.fit(X, y, initial_states=[good[0][:-1]] + good[1:])
     with pytest.raises(ValueError, match=r"states must be in 0\.\.2"):
-        lat.fit(X, y, latent_init=[good[0] + 3] + good[1:])
+        lat.fit(X, y, initial_states=[good[0] + 3] + good[1:])
     bad = [g.copy() for g in good]
     v = int(np.flatnonzero(y[2] == "q")[0])
     bad[2][v] = 1           # a state of p at a node labelled q
     with pytest.raises(ValueError, match=f"sample 2, node {v}: state 1 is not consistent"):
-        lat.fit(X, y, latent_init=bad)
+        lat.fit(X, y, initial_states=bad)
     # hidden nodes: a label state at a hidden node
     Xh, yh = hidden_nodes_data()
-    hl = LatentStructuredSVM(StructuredSVM(model=HiddenNodesModel(), max_iter=3), max_iter=1)
+    hl = LatentStructuredSVM(estimator=StructuredSVM(model=HiddenNodesModel(), max_iter=3),
+                             max_iter=1)
     init = [np.r_[np.searchsorted(LABELS, lab), np.full(h, 2)] for lab, (_, _, h) in zip(yh, Xh)]
-    hl.fit(Xh, yh, latent_init=init)
+    hl.fit(Xh, yh, initial_states=init)
     init[0][-1] = 0
     with pytest.raises(ValueError, match="sample 0, node 4: state 0 is not consistent"):
-        hl.fit(Xh, yh, latent_init=init)
+        hl.fit(Xh, yh, initial_states=init)
 
 
 # ------------------------------------------------------------- learnability
@@ -593,7 +596,7 @@ def test_hidden_sub_states_learn_what_one_state_per_label_cannot(seed):
 
     plain = StructuredSVM(model=ChainModel(), C=10.0, tol=1e-4, random_state=0).fit(Xtr, ytr)
     m = HiddenStatesModel(ChainModel(), n_states_per_label=[1, 2])
-    lat = LatentStructuredSVM(StructuredSVM(model=m, C=10.0, tol=1e-4),
+    lat = LatentStructuredSVM(estimator=StructuredSVM(model=m, C=10.0, tol=1e-4),
                               random_state=seed).fit(Xtr, ytr)
     crf = NonLocalCRF(model=m, C=10.0, random_state=seed).fit(Xtr, ytr)
     assert acc(plain) < 0.9
@@ -603,7 +606,7 @@ def test_hidden_sub_states_learn_what_one_state_per_label_cannot(seed):
 # ------------------------------------------------------------------- sklearn
 def test_clone_params_and_grid_search():
     X, y = states_data(seed=9, lengths=(4,) * 8)
-    est = LatentStructuredSVM(StructuredSVM(model=HiddenStatesModel(ChainModel()), C=1.0,
+    est = LatentStructuredSVM(estimator=StructuredSVM(model=HiddenStatesModel(ChainModel()), C=1.0,
                                             max_iter=20), max_iter=3, random_state=0)
     params = est.get_params()
     assert params["estimator__C"] == 1.0 and params["estimator__model__n_states_per_label"] == 2
@@ -667,8 +670,8 @@ def test_warm_steps_reach_the_cold_steps_optimum(solver):
     for warm in (False, True):
         svm = StructuredSVM(model=HiddenStatesModel(ChainModel(), n_states_per_label=[2, 1]),
                             C=3.0, solver=solver, random_state=0, **opts[solver])
-        fits.append(LatentStructuredSVM(svm, max_iter=2, warm_steps=warm).fit(
-            X, y, latent_init=H0))
+        fits.append(LatentStructuredSVM(estimator=svm, max_iter=2, warm_steps=warm).fit(
+            X, y, initial_states=H0))
     cold, warm = fits
     assert cold.history_["n_changed"][0] > 0
     np.testing.assert_allclose(warm.history_["primal"], cold.history_["primal"], rtol=1e-4)
@@ -727,9 +730,9 @@ def test_auto_warm_steps_follow_the_exactness_of_inference(inference, expected):
     model = HiddenStatesModel(GraphModel(inference_method=inference), n_states_per_label=[2, 1])
     svm = StructuredSVM(model=model, C=3.0, solver="one_slack", tol=1e-6, max_iter=200,
                         random_state=0)
-    est = LatentStructuredSVM(svm, max_iter=3, random_state=0).fit(Xg, y)
+    est = LatentStructuredSVM(estimator=svm, max_iter=3, random_state=0).fit(Xg, y)
     assert est.warm_steps_ is expected
     assert est.history_["n_passes"].shape == (est.n_iter_,)
     assert np.all(est.history_["n_passes"] >= 1)
-    forced = LatentStructuredSVM(svm, max_iter=3, random_state=0, warm_steps=not expected)
+    forced = LatentStructuredSVM(estimator=svm, max_iter=3, random_state=0, warm_steps=not expected)
     assert forced.fit(Xg, y).warm_steps_ is (not expected)

@@ -27,7 +27,7 @@ LAYERS = {
     "solvers": 3,
     "_base": 4, "_svm": 4, "_latent": 4, "_approx": 4, "_nonlocal": 4, "_perceptron": 4,
     "_crf": 4, "_decoding": 4,
-    "preprocessing": 4, "metrics": 4, "datasets": 4,
+    "preprocessing": 4, "metrics": 4, "datasets": 4, "exceptions": 4,
     # above the estimators: its drivers run their fitting steps on a cluster
     "distributed": 5,
     "__init__": 6, "__main__": 6, "_persist": 6,

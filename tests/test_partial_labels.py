@@ -455,7 +455,8 @@ def _latent_plain(seed=0, solver="one_slack"):
     X, y = chain_data(seed=seed, K=2)
     yp = hide(y)
     kw = dict(tol=1e-8, max_iter=500) if solver == "one_slack" else dict(max_iter=50)
-    lat = LatentStructuredSVM(StructuredSVM(model=ChainModel(), C=3.0, solver=solver, **kw),
+    lat = LatentStructuredSVM(estimator=StructuredSVM(model=ChainModel(), C=3.0, solver=solver,
+                                                      **kw),
                               max_iter=10, random_state=seed).fit(X, yp)
     return X, y, yp, lat
 
@@ -506,7 +507,7 @@ def test_latent_ssvm_with_full_labels_is_the_plain_ssvm():
     for solver, kw in [("one_slack", dict(tol=1e-8, max_iter=300)),
                        ("bcfw", dict(max_iter=30)), ("subgradient", dict(max_iter=20))]:
         svm = StructuredSVM(model=ChainModel(), C=2.0, solver=solver, random_state=3, **kw)
-        lat = LatentStructuredSVM(svm, random_state=0).fit(X, y)
+        lat = LatentStructuredSVM(estimator=svm, random_state=0).fit(X, y)
         ref = StructuredSVM(model=ChainModel(), C=2.0, solver=solver, random_state=3,
                             **kw).fit(X, y)
         assert lat.n_iter_ == 1 and lat.history_["n_changed"].tolist() == [0]
@@ -524,5 +525,5 @@ def test_latent_ssvm_refuses_slack_rescaling_with_a_plain_model(kw):
     # would count in the loss
     X, y = chain_data()
     with pytest.raises(ValueError, match="LatentStructuredSVM needs"):
-        LatentStructuredSVM(StructuredSVM(model=ChainModel(), max_iter=3, **kw),
+        LatentStructuredSVM(estimator=StructuredSVM(model=ChainModel(), max_iter=3, **kw),
                             max_iter=2).fit(X, hide(y))

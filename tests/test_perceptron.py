@@ -122,11 +122,13 @@ def test_string_labels_sklearn_tools_and_pickle():
     (dict(max_iter=0), "max_iter"),
     (dict(average="yes"), "average"),
     (dict(model="chain"), "model"),
+    (dict(n_jobs=0), "n_jobs"),
 ])
 def test_bad_parameters(params, match):
     X, y = synthetic_chains(n=5)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=match) as err:
         StructuredPerceptron(**params).fit(X, y)
+    assert isinstance(err.value, TypeError)
 
 
 def test_bad_input_names_the_sample():

@@ -399,10 +399,10 @@ def test_round_trip_hidden_variable_models(which, data, tmp_path):
                 out.append((x, np.vstack([chain, [[n, 0]]]), 1))
             return out
         X, X_test = with_hidden(X), with_hidden(X_test)
-        est = LatentStructuredSVM(StructuredSVM(model=HiddenNodesModel(), max_iter=5),
+        est = LatentStructuredSVM(estimator=StructuredSVM(model=HiddenNodesModel(), max_iter=5),
                                   max_iter=2, random_state=0)
     elif which == "latent_ssvm":
-        est = LatentStructuredSVM(StructuredSVM(model=HiddenStatesModel(ChainModel()),
+        est = LatentStructuredSVM(estimator=StructuredSVM(model=HiddenStatesModel(ChainModel()),
                                                 max_iter=5), max_iter=2, random_state=0)
     else:
         est = NonLocalCRF(model=HiddenStatesModel(ChainModel()), max_iter=5, random_state=0)

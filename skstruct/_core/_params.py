@@ -2,8 +2,9 @@
 
 Each estimator declares ``_parameter_constraints``: a dict from parameter
 name to a list of accepted forms; :func:`validate_params` checks every
-parameter at the start of ``fit`` and raises a ``ValueError`` that names
-the parameter, what it accepts and what it got.  (scikit-learn's own
+parameter at the start of ``fit`` and raises an :class:`InvalidParameterError`
+(a ``ValueError`` and a ``TypeError``, as scikit-learn's) that names the
+parameter, what it accepts and what it got.  (scikit-learn's own
 validator is private API, so skstruct has this small one in its spirit.)
 
 Accepted forms:
@@ -18,12 +19,27 @@ Accepted forms:
 * a class: an instance of it.
 
 Constraints between parameters (``surrogate='lp'`` needs
-``solver='subgradient'``) stay in the estimator's own ``_check_params``.
+``solver='subgradient'``) stay in the estimator's own ``_check_params``, which
+raises :class:`InvalidParameterError` too.
 """
 
 import numbers
 
 import numpy as np
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter of an estimator or a model has a value it does not accept.
+
+    Raised by ``fit`` (never by ``__init__`` or ``set_params``), with a message
+    naming the parameter, what it accepts and what it got.  Both a
+    ``ValueError`` and a ``TypeError``, like scikit-learn's own parameter
+    errors, so that code catching either of them catches it.
+    """
+
+
+# public as skstruct.exceptions.InvalidParameterError
+InvalidParameterError.__module__ = "skstruct.exceptions"
 
 
 class Interval:
@@ -104,7 +120,7 @@ def validate_params(est):
 
     Raises
     ------
-    ValueError
+    InvalidParameterError
         ``"{name} must be {what it accepts}, got {value!r}"`` for the first
         parameter that fits none of its forms.
     """
@@ -113,4 +129,4 @@ def validate_params(est):
         if any(_accepts(c, v) for c in constraints):
             continue
         what = " or ".join(_describe(c) for c in constraints)
-        raise ValueError(f"{name} must be {what}, got {v!r}")
+        raise InvalidParameterError(f"{name} must be {what}, got {v!r}")

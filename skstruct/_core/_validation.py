@@ -16,7 +16,10 @@ def check_n_jobs(n_jobs):
     """``n_jobs`` itself if it is None or a non-zero integer, else a ValueError."""
     if n_jobs is not None and (not isinstance(n_jobs, Integral) or isinstance(n_jobs, bool)
                                or n_jobs == 0):
-        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
+        from ._params import InvalidParameterError
+
+        raise InvalidParameterError(f"n_jobs must be None or a non-zero integer, got "
+                                    f"{n_jobs!r}")
     return n_jobs
 
 

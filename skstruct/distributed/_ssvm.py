@@ -70,7 +70,7 @@ class _RemoteSSVM:
         self.n_samples = int(self.offsets[-1])
         self.has_dual = est.solver == "bcfw"
         self.batch_size = min(int(est.batch_size), self.n_samples)
-        self.averaging = bool(est.averaging)
+        self.averaging = bool(est.average)
         self.lam = lam
         self.shapes = shapes
         n = int(np.prod(shapes[0])) + int(np.prod(shapes[1]))

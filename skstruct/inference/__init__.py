@@ -12,7 +12,7 @@ import; each kernel compiles on first use and is cached on disk.
 
 from .._core import GraphBatch
 from .._core._validation import check_edges, check_pairwise, check_unary, n_threads
-from .._core._warnings import ConvergenceWarning, InfeasibilityWarning
+from .._core._warnings import InfeasibilityWarning
 from ._api import (
     InferenceInfo,
     KBest,
@@ -57,3 +57,12 @@ __all__ = [
     "n_threads",
     "viterbi",
 ]
+
+
+def __getattr__(name):
+    # made on first access: it subclasses scikit-learn's, whose import loads scipy
+    if name == "ConvergenceWarning":
+        from .._core import _warnings
+
+        return _warnings.ConvergenceWarning
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,7 +23,7 @@ from .._core._validation import (
     scan_pairwise,
     scan_unary,
 )
-from .._core._warnings import ConvergenceWarning, InfeasibilityWarning
+from .._core._warnings import InfeasibilityWarning
 
 _MARGINAL_METHODS = ("auto", "exact", "chain", "tree", "loopy")
 _EDGE_MODES = {"full": 1, "sum": 2, None: 0, "none": 0}
@@ -155,6 +155,8 @@ class InferenceInfo(NamedTuple):
 def _report(n_iter, converged, method, max_iter, tol, return_info, feasible=None):
     """Warn about samples that stopped at ``max_iter`` short of ``tol``; the info."""
     if tol > 0 and not converged.all():
+        from .._core._warnings import ConvergenceWarning
+
         bad = np.flatnonzero(~converged)
         warnings.warn(f"{bad.size} of {converged.size} samples (first: sample {bad[0]}) did "
                       f"not converge within max_iter={max_iter} iterations of {method!r} "

@@ -21,5 +21,6 @@ TAB = (np.ones((3, 2)), np.eye(3, dtype=int))
      "inference_method"),
 ])
 def test_bad_parameters_are_named_at_fit(model, data, name):
-    with pytest.raises(ValueError, match=rf"^{name} must be"):
+    with pytest.raises(ValueError, match=rf"^{name} must be") as err:
         model.fit(*data)
+    assert isinstance(err.value, TypeError)

@@ -582,8 +582,8 @@ def test_unsupported_models_and_settings_raise():
                                                                                    yf)
     with pytest.raises(ValueError, match="surrogate='margin'"):
         StructuredSVM(solver="extragradient", surrogate="poslearn", max_iter=2).fit(X, y)
-    with pytest.raises(ValueError, match="averaging=False"):
-        StructuredSVM(solver="extragradient", averaging=False, max_iter=2).fit(X, y)
-    with pytest.raises(ValueError, match="averaging=False"):
-        StructuredSVM(solver="extragradient", model=RelaxedMulticlass(), averaging=False,
+    with pytest.raises(ValueError, match="average=False"):
+        StructuredSVM(solver="extragradient", average=False, max_iter=2).fit(X, y)
+    with pytest.raises(ValueError, match="average=False"):
+        StructuredSVM(solver="extragradient", model=RelaxedMulticlass(), average=False,
                       max_iter=2).fit(list(Xm), list(np.argmax(ym, axis=1)))
