@@ -919,14 +919,11 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
     info : InferenceInfo, if ``return_info``
     """
     unary, batch = _single(unary, edges)
-    out = map_batch(batch, unary, pairwise, method=method, max_iter=max_iter, tol=tol,
-                    damping=damping, return_bound=True, return_info=True)
-    labels, bound, info = out
-    out = (labels,)
-    if return_bound:
-        out += (float(bound[0]),)
-    if return_info:
-        out += (info,)
+    # return_info passed on: the warnings tell a caller without it how to see which
+    labels, bound, *info = map_batch(batch, unary, pairwise, method=method,
+                                     max_iter=max_iter, tol=tol, damping=damping,
+                                     return_bound=True, return_info=return_info)
+    out = (labels,) + ((float(bound[0]),) if return_bound else ()) + tuple(info)
     return out if len(out) > 1 else labels
 
 
@@ -951,10 +948,10 @@ def marginal_inference(unary, edges, pairwise, method="auto", *, max_iter=100, t
     info : InferenceInfo, if ``return_info`` (loopy BP not converged also warns)
     """
     unary, batch = _single(unary, edges)
-    node, edge, logz, info = marginals_batch(batch, unary, pairwise, method=method,
-                                             max_iter=max_iter, tol=tol, damping=damping,
-                                             return_info=True)
-    return (node, edge, float(logz[0])) + ((info,) if return_info else ())
+    node, edge, logz, *info = marginals_batch(batch, unary, pairwise, method=method,
+                                              max_iter=max_iter, tol=tol, damping=damping,
+                                              return_info=return_info)
+    return (node, edge, float(logz[0])) + tuple(info)
 
 
 def max_marginals(unary, edges, pairwise):
