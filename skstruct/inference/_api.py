@@ -298,12 +298,13 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     pairwise : ndarray of shape (K, K), (E, K, K) or (M, K, K) with ``pw_index``
     pw_index : ndarray of int of shape (E,), optional
         Which pairwise matrix scores each edge.
-    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut"}
+    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut", "icm"}
         ``"auto"`` sends chains to Viterbi, other forests to exact max-sum and
         graphs with cycles to TRW-S, each group in one compiled call.
         ``"graphcut"`` is exact on any graph when every pairwise table is
         supermodular in the label order (see :func:`map_inference`).
         ``"chain"`` and ``"tree"`` raise if a sample is not a chain / forest.
+        :func:`available_methods` lists them with what each can do.
     y : ndarray of int of shape (N,), optional
         True labels: decode loss-augmented, adding the Hamming loss weighted
         per true class by ``loss_weights`` (K,) (default all ones).
@@ -322,15 +323,18 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     return_bound : bool
         Also return per sample an upper bound on the best score (the optimum
         itself for the exact methods; TRW-S's dual bound; for max-product the
-        same reparametrisation bound computed from its messages).
+        same reparametrisation bound computed from its messages; ``+inf`` for
+        ICM, which has none).
     return_info : bool
-        Also return an :class:`InferenceInfo`: iterations run, convergence and
-        feasibility of every sample.  Whatever this flag, a
-        ``ConvergenceWarning`` is issued when ``tol > 0`` and a sample of an
-        iterative method stopped at ``max_iter`` without meeting ``tol``, and
-        an ``InfeasibilityWarning`` when a sample's labelling breaks a hard
-        constraint (the sample is infeasible, or the method found no feasible
-        labelling).
+        Also return an :class:`InferenceInfo`: iterations run, convergence,
+        feasibility, certified optimality and the gap of every sample.  Whatever
+        this flag, a ``ConvergenceWarning`` is issued when ``tol > 0`` and a
+        sample of an iterative method stopped at ``max_iter`` without meeting
+        ``tol``, and with ``method="auto"`` when TRW-S returns a labelling it has
+        not proven optimal (its gap above ``tol``, typically a bound stalled on a
+        relaxation that is not tight); an ``InfeasibilityWarning`` when a
+        sample's labelling breaks a hard constraint (the sample is infeasible,
+        or the method found no feasible labelling).
 
     Returns
     -------
@@ -885,12 +889,16 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
     pairwise : array-like of shape (K, K) or (n_edges, K, K)
         ``pairwise[e][a, b]`` scores label ``a`` at ``edges[e, 0]`` and
         ``b`` at ``edges[e, 1]``.
-    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut"}
+    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut", "icm"}
         ``"exact"`` enumerates (tiny graphs), ``"chain"`` is Viterbi (edges
         must be ``(i, i + 1)``), ``"tree"`` exact max-sum on forests,
         ``"max-product"`` damped loopy max-product, ``"trws"`` sequential
-        tree-reweighted message passing (Kolmogorov 2006), ``"auto"`` the
-        fastest exact method on forests and TRW-S otherwise.
+        tree-reweighted message passing (V. Kolmogorov, "Convergent
+        Tree-Reweighted Message Passing for Energy Minimization", IEEE TPAMI
+        2006), ``"icm"`` iterated conditional modes (a labelling no single-node
+        change improves; no bound), ``"auto"`` the fastest exact method on
+        forests and TRW-S otherwise (warning when its labelling is not proven
+        optimal).
         ``"graphcut"`` is exact on any graph, loopy or not, when every
         pairwise table is supermodular in the label order, ``P[a, b] +
         P[a+1, b+1] >= P[a, b+1] + P[a+1, b]`` (a submodular energy; for two
@@ -908,9 +916,10 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
         exact methods).  In energy terms (energy = -score) this is TRW-S's
         lower bound on the energy.
     return_info : bool
-        Also return an :class:`InferenceInfo` (iterations, convergence); an
-        iterative method that stops at ``max_iter`` short of ``tol`` warns
-        (``ConvergenceWarning``) either way.
+        Also return an :class:`InferenceInfo` (iterations, convergence,
+        feasibility, certified optimality, gap); an iterative method that stops
+        at ``max_iter`` short of ``tol`` warns (``ConvergenceWarning``) either
+        way.
 
     Returns
     -------

@@ -330,3 +330,14 @@ def test_the_readmes_table_lists_every_method():
         line = next(x for x in text.splitlines() if x.startswith(f"| `{task}("))
         listed = set(re.findall(r'`"([a-z-]+)"`', line)) - {"auto"}
         assert listed == {n for n, c in available_methods().items() if getattr(c, flag)}
+
+
+def test_the_architecture_pages_worked_example_is_the_real_entry():
+    text = (ROOT / "doc/architecture.md").read_text()
+    entry = text[text.index('Method("icm"'):]
+    entry = entry[:entry.index(")\n")]
+    icm = METHODS["icm"]
+    for field, value in re.findall(r"(\w+)=([^,\s]+)", entry):
+        if field != "summary":
+            assert repr(getattr(icm, field)) == value.replace('"', "'"), field
+    assert "ICM" in entry and icm.code == 7
