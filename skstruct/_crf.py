@@ -19,7 +19,7 @@ from ._base import (
     resolve_model,
 )
 from ._core import n_threads
-from ._core._decoders import TREE, VITERBI
+from ._core._decoders import CHAIN, TREE
 from ._core._params import Interval, Options, validate_params
 from ._core._warnings import ConvergenceWarning
 from .models import StructuredModel
@@ -210,7 +210,7 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
 
     def _design(self, X, y=None, made=None):
         design, packed = self.model_.design(X, y) if made is None else made
-        bad = np.flatnonzero(~np.isin(design.kind, (VITERBI, TREE)))
+        bad = np.flatnonzero(~np.isin(design.kind, (CHAIN, TREE)))
         name = type(self).__name__
         if bad.size and hasattr(self.model_, "edges_"):
             raise ValueError(f"the label graph of {self.model_!r} has a cycle: {name} needs "

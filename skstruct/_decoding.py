@@ -107,10 +107,13 @@ def _by_method(design, unary, tables, pw_index, run):
     """``run(batch, unary, tables, pw_index, method)`` on the samples the model
     enumerates (``method="exact"``) and on the others (``"auto"``), results per node
     and per sample put back in order."""
-    from ._core._decoders import EXACT
+    from ._core._decoders import BY_CODE, EXACT
 
     b = design.batch
-    groups = [(np.flatnonzero(design.kind == EXACT), "exact"),
+    # enumerated samples stay enumerated; the others go to "auto", whose methods all
+    # take -inf pairwise scores (a cut refuses them: constraints="unary")
+    exact = BY_CODE[EXACT].name
+    groups = [(np.flatnonzero(design.kind == EXACT), exact),
               (np.flatnonzero(design.kind != EXACT), "auto")]
     if len(groups[0][0]) in (0, b.n_samples):
         return run(b, unary, tables, pw_index, groups[0][1] if len(groups[0][0]) else "auto")

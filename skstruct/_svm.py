@@ -17,7 +17,7 @@ from ._base import (
     resolve_model,
     shared_constraints,
 )
-from ._core._decoders import TRWS, VITERBI
+from ._core._decoders import CHAIN, TRWS
 from ._core._params import Interval, InvalidParameterError, Options, validate_params
 from .models import StructuredModel
 
@@ -270,8 +270,8 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
 
     def _check_structure(self, design):
         kind = design.kind
-        if self.surrogate == "slack" and np.any(kind != VITERBI):
-            s = int(np.flatnonzero(kind != VITERBI)[0])
+        if self.surrogate == "slack" and np.any(kind != CHAIN):
+            s = int(np.flatnonzero(kind != CHAIN)[0])
             raise ValueError(f"surrogate='slack' is exact only on chains; sample {s} is not a "
                              "chain")
         if self.surrogate == "poslearn" and np.any(kind == TRWS):

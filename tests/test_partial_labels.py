@@ -15,7 +15,7 @@ import pytest
 from scipy.special import logsumexp
 
 from skstruct import LatentStructuredSVM, NonLocalCRF, StructuredSVM
-from skstruct._core._decoders import TREE, VITERBI
+from skstruct._core._decoders import CHAIN, TREE
 from skstruct._core._packing import check_y, encode_labels, fit_classes, pack_X
 from skstruct.energies import NearestStatistic
 from skstruct.models import ChainModel, GraphModel
@@ -269,7 +269,7 @@ def test_drop_unknown_of_chains_matches_the_hand_reduced_batch():
     # a chain with a gap is a forest (tree max-sum), the others stay Viterbi chains
     gap = [any(t not in k for t in range(min(k), max(k) + 1)) if k else False for k in keep]
     assert gap == [True, False, False, False, True, False]
-    np.testing.assert_array_equal(red.kind, np.where(gap, TREE, VITERBI))
+    np.testing.assert_array_equal(red.kind, np.where(gap, TREE, CHAIN))
     assert (red.n_classes, red.cmap.tolist()) == (design.n_classes, design.cmap.tolist())
 
 
@@ -296,7 +296,7 @@ def test_drop_unknown_of_graphs_matches_the_design_of_the_reduced_graphs():
     assert red.tied == ref.tied
     # decoders: the chain-shaped graph with a gap becomes a forest; the others keep theirs
     want = design.kind.copy()
-    assert want[1] == VITERBI
+    assert want[1] == CHAIN
     want[1] = TREE
     np.testing.assert_array_equal(red.kind, want)
 

@@ -7,7 +7,7 @@
 * :mod:`._validation`: checks of scores, edges and numbers shared by the
   inference API, the models and the estimators, and the thread settings;
 * :mod:`._params`: the declarative parameter tables of the estimators;
-* :mod:`._decoders`: the registry of MAP decoders by name;
+* :mod:`._decoders`: the registry of inference methods (names, codes, capabilities);
 * :mod:`._jit`: the one place that sets numba's compilation flags.
 
 Importing this package imports neither numba nor scipy (the inference API

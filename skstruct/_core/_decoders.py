@@ -1,20 +1,100 @@
-"""The registry of MAP decoders the learners' oracles dispatch on.
+"""The registry of inference methods: the one vocabulary of method names.
 
-Every sample of a design carries the code of the decoder that solves its
-(loss-augmented) MAP problem.  Kernels compare against these module-level
-constants (numba freezes them at compile time), Python code uses the names.
-Adding a decoder: a kernel in :mod:`skstruct.inference`, a code here, and one
-branch in :func:`skstruct.models._oracle.decode`.
+Every method of :mod:`skstruct.inference` (``method=`` of ``map_batch`` and
+``marginals_batch``), every decoder of the learners' oracles (a design's
+``kind``, the models' ``inference_method``) and the documentation's tables
+read this table.  An entry says what a method can do, the integer code the
+compiled kernels dispatch on (numba freezes the module-level constants below
+at compile time), and where its runners live: ``"module:function"`` inside
+:mod:`skstruct.inference`, resolved there on first use, so that this module
+imports nothing.
+
+Adding a method: a kernel module in :mod:`skstruct.inference` holding the
+kernel and its runner, one :class:`Method` entry here, and its row in the
+documentation's table of methods (a test compares the table with this one).
+A method usable by the learners (``decoder=True``) also needs its branch in
+:func:`skstruct.models._oracle.decode`.
 """
 
-VITERBI = 0   # chains: Viterbi
-TREE = 1      # forests: exact max-sum
-EXACT = 2     # tiny loopy graphs: enumeration
-TRWS = 3      # loopy graphs: TRW-S (approximate, warm-started messages)
-GRAPHCUT = 4  # supermodular tables on any graph: a minimum cut (exact)
+from dataclasses import dataclass
 
-DECODERS = {"viterbi": VITERBI, "tree": TREE, "exact": EXACT, "trws": TRWS,
-            "graphcut": GRAPHCUT}
-NAMES = {code: name for name, code in DECODERS.items()}
+# the codes kernels compare against; names are the registry's keys
+CHAIN = 0        # chains: Viterbi
+TREE = 1         # forests: exact max-sum
+EXACT = 2        # tiny graphs: enumeration
+TRWS = 3         # loopy graphs: TRW-S (approximate, warm-started messages)
+GRAPHCUT = 4     # supermodular tables on any graph: a minimum cut (exact)
+MAX_PRODUCT = 5  # loopy max-product
+LOOPY = 6        # loopy belief propagation (marginals only)
+ICM = 7          # iterated conditional modes
+
+
+@dataclass(frozen=True)
+class Method:
+    """One inference method and what it can do.
+
+    ``graphs`` is ``"chain"`` (edges ``(i, i + 1)`` in node order), ``"forest"``
+    or ``"any"``; ``constraints`` says which ``-inf`` scores it treats as hard
+    constraints: ``"any"`` (unary and pairwise), ``"unary"`` (forbidden labels,
+    i.e. clamping; pairwise tables must be finite or are not guaranteed to be
+    honoured) or ``"none"``.  ``map`` and ``marginals`` name the runners
+    (``"module:function"`` in :mod:`skstruct.inference`), ``None`` for a task
+    the method does not do.  ``messages``: it reads and updates a ``(2 E, K)``
+    message array (warm starts; the learners' scratch); ``summary`` is the
+    documentation's description.
+    """
+
+    name: str
+    code: int
+    exact: bool
+    graphs: str
+    bound: bool
+    constraints: str
+    map: str | None
+    marginals: str | None
+    decoder: bool
+    messages: bool
+    summary: str
+
+
+METHODS = {m.name: m for m in (
+    Method("chain", CHAIN, exact=True, graphs="chain", bound=True, constraints="any",
+           map="_api:_map_chain", marginals="_api:_marginals_chain", decoder=True,
+           messages=False, summary="Viterbi (MAP) and forward-backward (marginals)"),
+    Method("tree", TREE, exact=True, graphs="forest", bound=True, constraints="any",
+           map="_api:_map_tree", marginals="_api:_marginals_tree", decoder=True,
+           messages=False, summary="max-sum (MAP) and sum-product (marginals) dynamic "
+           "programming on forests"),
+    Method("exact", EXACT, exact=True, graphs="any", bound=True, constraints="any",
+           map="_api:_map_exact", marginals="_api:_marginals_exact", decoder=True,
+           messages=False, summary="enumeration of the K ** n_nodes labellings (tiny "
+           "graphs; more than about 4 million is refused)"),
+    Method("trws", TRWS, exact=False, graphs="any", bound=True, constraints="any",
+           map="_api:_map_trws", marginals=None, decoder=True, messages=True,
+           summary="sequential tree-reweighted message passing with its dual bound"),
+    Method("max-product", MAX_PRODUCT, exact=False, graphs="any", bound=True,
+           constraints="any", map="_api:_map_max_product", marginals=None, decoder=False,
+           messages=True, summary="damped loopy max-product; its bound is computed from "
+           "its messages"),
+    Method("graphcut", GRAPHCUT, exact=True, graphs="any", bound=True, constraints="unary",
+           map="_api:_map_graphcut", marginals=None, decoder=True, messages=False,
+           summary="a minimum cut, exact when every pairwise table is supermodular in the "
+           "label order (other tables are refused)"),
+    Method("icm", ICM, exact=False, graphs="any", bound=False, constraints="unary",
+           map="_icm:run_map", marginals=None, decoder=False, messages=False,
+           summary="iterated conditional modes: a local optimum that no single-node "
+           "change improves"),
+    Method("loopy", LOOPY, exact=False, graphs="any", bound=False, constraints="any",
+           map=None, marginals="_api:_marginals_loopy", decoder=False, messages=True,
+           summary="damped loopy belief propagation; its log partition is the Bethe "
+           "approximation"),
+)}
+
+BY_CODE = {m.code: m for m in METHODS.values()}
+MAP_NAMES = tuple(name for name, m in METHODS.items() if m.map)
+MARGINAL_NAMES = tuple(name for name, m in METHODS.items() if m.marginals)
+DECODER_NAMES = tuple(name for name, m in METHODS.items() if m.decoder)
 # decoders whose answer is the exact maximiser
-EXACT_DECODERS = (VITERBI, TREE, EXACT, GRAPHCUT)
+EXACT_DECODERS = tuple(m.code for m in METHODS.values() if m.decoder and m.exact)
+# decoders that keep per-edge messages between calls
+MESSAGE_DECODERS = tuple(m.code for m in METHODS.values() if m.decoder and m.messages)

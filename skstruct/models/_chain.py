@@ -11,7 +11,7 @@ is that of the general kernels (tests compare the two).
 import numpy as np
 from numba import prange
 
-from .._core._decoders import VITERBI
+from .._core._decoders import CHAIN
 from .._core._jit import jit, pjit
 from ..inference._chain import maxplus_step
 from ._kernels import add_rows
@@ -21,7 +21,7 @@ def is_plain_chain(design):
     """Every sample a chain decoded by Viterbi, one tied transition table, and one parameter
     column per class with the identity class map."""
     K = design.n_classes
-    return bool(design.plain_loss and not design.symmetric and np.all(design.kind == VITERBI)
+    return bool(design.plain_loss and not design.symmetric and np.all(design.kind == CHAIN)
                 and design.tied
                 and design.n_edge_features == 1 and design.n_columns == K
                 and np.array_equal(design.cmap, np.arange(K)) and np.all(design.csign == 1))

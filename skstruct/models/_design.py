@@ -15,7 +15,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._core import GraphBatch
-from .._core._decoders import EXACT, GRAPHCUT, TREE, TRWS, VITERBI
+from .._core._decoders import (
+    CHAIN,
+    DECODER_NAMES,
+    EXACT,
+    GRAPHCUT,
+    MESSAGE_DECODERS,
+    METHODS,
+    TREE,
+    TRWS,
+)
 
 # tiny loopy samples are decoded exactly: K ** n_nodes labellings at most
 EXACT_LIMIT = 4096
@@ -143,8 +152,8 @@ class Design:
         """
         b = self.batch
         K = self.n_classes
-        need_tree = bool(np.any(self.kind == TREE))
-        need_trws = bool(np.any(self.kind == TRWS))
+        need_tree = self.uses_forest_order
+        need_trws = self.uses_messages
         if need_tree:
             order, parent, parent_edge, _ = b.forest
         else:
@@ -218,7 +227,7 @@ class Design:
         ef = self.edge_features[np.flatnonzero(ekeep)] if self.edge_features.shape[0] else \
             self.edge_features
         kind = self.kind.copy()
-        was_chain = kind == VITERBI
+        was_chain = kind == CHAIN
         if was_chain.any():
             kind[was_chain & ~batch.is_chain] = TREE
         return Design(feats, batch, sp.csr_matrix(ef), self.tied, self.n_classes, self.cmap,
@@ -226,6 +235,16 @@ class Design:
                       self.n_features_total, self.dense_rows, self.submodular, self.lgroup,
                       None if self.node_offset is None else self.node_offset[nodes],
                       self.symmetric)
+
+    @property
+    def uses_forest_order(self):
+        """Whether a sample is decoded by tree max-sum (forest order and beliefs)."""
+        return bool(np.any(self.kind == TREE))
+
+    @property
+    def uses_messages(self):
+        """Whether a sample's decoder keeps messages (adjacency and message arrays)."""
+        return bool(np.isin(self.kind, MESSAGE_DECODERS).any())
 
     @property
     def max_nodes(self):
@@ -248,31 +267,35 @@ def column_indices(X):
 
 def decoders(batch, n_classes, inference, submodular=False):
     """Decoder code of each sample (:mod:`skstruct._core._decoders`) for the
-    model parameter ``inference_method``; with ``submodular`` (supermodular
-    tables guaranteed) ``"auto"`` cuts the samples that are not forests."""
+    model parameter ``inference_method``: a learners' decoder of the registry, or
+    ``"auto"``.  A method for forests decodes the chains among them by Viterbi;
+    with ``submodular`` (supermodular tables guaranteed) ``"auto"`` cuts the samples
+    that are not forests."""
     S = batch.n_samples
     lengths = batch.lengths
-    if inference == "graphcut":
-        return np.full(S, GRAPHCUT, np.int64)
-    if inference == "chain":
-        bad = np.flatnonzero(~batch.is_chain)
-        if bad.size:
-            raise ValueError(f"inference_method='chain' but sample {bad[0]} is not a chain")
-        return np.full(S, VITERBI, np.int64)
-    if inference == "tree":
-        bad = np.flatnonzero(~batch.is_forest)
-        if bad.size:
-            raise ValueError(f"inference_method='tree' but sample {bad[0]} has a cycle")
-        return np.where(batch.is_chain, VITERBI, TREE).astype(np.int64)
-    if inference == "exact":
-        with np.errstate(over="ignore"):
-            big = np.flatnonzero(float(n_classes) ** lengths > 2 ** 22)
-        if big.size:
-            raise ValueError(f"inference_method='exact': sample {big[0]} has {n_classes}^"
-                             f"{lengths[big[0]]} labellings, too many to enumerate")
-        return np.full(S, EXACT, np.int64)
-    if inference == "trws":
-        return np.full(S, TRWS, np.int64)
+    if inference != "auto":
+        m = METHODS.get(inference)
+        if m is None or not m.decoder:
+            raise ValueError(f"inference_method must be 'auto' or one of {DECODER_NAMES}, "
+                             f"got {inference!r}")
+        if m.graphs == "chain":
+            bad = np.flatnonzero(~batch.is_chain)
+            if bad.size:
+                raise ValueError(f"inference_method={inference!r} but sample {bad[0]} is "
+                                 "not a chain")
+        elif m.graphs == "forest":
+            bad = np.flatnonzero(~batch.is_forest)
+            if bad.size:
+                raise ValueError(f"inference_method={inference!r} but sample {bad[0]} has "
+                                 "a cycle")
+            return np.where(batch.is_chain, CHAIN, m.code).astype(np.int64)
+        if m.code == EXACT:
+            with np.errstate(over="ignore"):
+                big = np.flatnonzero(float(n_classes) ** lengths > 2 ** 22)
+            if big.size:
+                raise ValueError(f"inference_method='exact': sample {big[0]} has {n_classes}^"
+                                 f"{lengths[big[0]]} labellings, too many to enumerate")
+        return np.full(S, m.code, np.int64)
     if submodular:
         kind = np.full(S, GRAPHCUT, np.int64)
     else:
@@ -281,7 +304,7 @@ def decoders(batch, n_classes, inference, submodular=False):
             tiny = float(n_classes) ** lengths.astype(np.float64) <= EXACT_LIMIT
         kind[tiny] = EXACT
     kind[batch.is_forest] = TREE
-    kind[batch.is_chain] = VITERBI
+    kind[batch.is_chain] = CHAIN
     return kind
 
 

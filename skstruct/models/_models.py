@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 from .._core import GraphBatch, check_edges
+from .._core._decoders import DECODER_NAMES
 from .._core._packing import check_y, pack_X, refuse_complex
 from .._core._params import Options
 from ._base import DesignModel
@@ -142,7 +143,7 @@ class GraphModel(_SampleListModel):
     """
 
     _parameter_constraints = {
-        "inference_method": [Options("auto", "chain", "tree", "exact", "trws", "graphcut")],
+        "inference_method": [Options("auto", *DECODER_NAMES)],
         "submodular": ["boolean"],
         "directed": ["boolean"],
     }

@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import prange
 
-from .._core._decoders import EXACT, GRAPHCUT, TREE, VITERBI
+from .._core._decoders import CHAIN, EXACT, GRAPHCUT, TREE
 from .._core._jit import jit, pjit
 from ..inference._chain import _viterbi_one
 from ..inference._exact import exact_map_one
@@ -115,7 +115,7 @@ def decode(D, s, Ua, pair, msgs, bp, lab, work):
         return 0.0
     kind = D.decoder[s]
     pwi = D.pw_index
-    if kind == VITERBI:
+    if kind == CHAIN:
         return _viterbi_one(Ua, np.zeros(0, np.int64), D.loss_weight, pair, pwi, n0, e0,
                             n1 - n0, bp, lab, work.delta, work.best, work.arg, work.row)
     if kind == TREE:

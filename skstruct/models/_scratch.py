@@ -18,8 +18,8 @@ def scratch(design, decode_only=False):
     K = design.n_classes
     N = b.n_nodes
     E = b.n_edges
-    need_tree = bool(np.any(design.kind == 1))
-    need_msgs = bool(np.any(design.kind == 3))
+    need_tree = design.uses_forest_order
+    need_msgs = design.uses_messages
     nl = 1 if decode_only else N
     return dict(
         U=np.zeros((N, K)), Ua=np.zeros((nl, K)),

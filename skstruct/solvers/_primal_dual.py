@@ -14,7 +14,7 @@ import numpy as np
 from numba import prange
 
 from .._core import n_chunks
-from .._core._decoders import TREE, VITERBI
+from .._core._decoders import CHAIN, TREE
 from .._core._jit import pjit
 from .._core._validation import check_memory
 from ..inference._primal_dual import _node_belief, _soft, _soft_belief, pd_objective, pd_sweeps
@@ -427,7 +427,7 @@ class PrimalDual(ParameterStep):
         self.c_node, self.c_edge = c_node, c_edge
         self.nonconvex = bool(np.any(c_node < 0) or np.any(c_edge < 0))
         # chains and trees get a symmetric sweep (exact in one for Bethe)
-        self.forests = bool(np.all(np.isin(design.kind, (VITERBI, TREE))))
+        self.forests = bool(np.all(np.isin(design.kind, (CHAIN, TREE))))
         self.parity = 0
         self._cache = None
         self.eps = float(epsilon)
