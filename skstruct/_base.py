@@ -2,7 +2,6 @@
 
 import numbers
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -114,27 +113,34 @@ class _FitLog:
         return {k: np.asarray(v, dtype=np.int64 if k in self.int_keys else np.float64)
                 for k, v in self.rows.items()}
 
-    def finish(self, *, converged, n_iter, criterion, value, tol, advice, context="",
-               stacklevel=4):
+    def finish(self, *, converged, n_iter, criterion, value, tol, advice, context=""):
         """Set ``fit_seconds_`` and, when the fit ran ``max_iter`` iterations (``n_iter``
         in this fit) without ``converged``, issue a
         :class:`~skstruct.exceptions.ConvergenceWarning` naming the estimator,
         ``max_iter``, the stopping criterion and its last ``value`` (None: not measured
         yet), the tolerance ``tol`` (a number, or a text such as ``"0 (none)"``) and
-        ``advice`` (what to do); ``context`` prefixes the message.  ``stacklevel``
-        points the warning at the caller of ``fit``."""
-        from ._core._warnings import ConvergenceWarning
-
+        ``advice`` (what to do); ``context`` prefixes the message.  The warning
+        points at the user's call."""
         est = self.est
         est.fit_seconds_ = self.elapsed()
         if converged or n_iter < est.max_iter:
             return
-        reached = "not measured yet" if value is None or np.isnan(value) else f"{value:.3g}"
-        units = self.unit + ("es" if self.unit.endswith("s") else "s")
-        tol = tol if isinstance(tol, str) else f"{tol:g}"
-        warnings.warn(f"{context}{type(est).__name__} stopped after max_iter={est.max_iter} "
-                      f"{units} short of its tolerance: {criterion} is {reached}, tol "
-                      f"{tol}. {advice}", ConvergenceWarning, stacklevel=stacklevel)
+        warn_stopped(est, self.unit, criterion, value, tol, advice, context=context)
+
+
+def warn_stopped(est, unit, criterion, value, tol, advice, *, context=""):
+    """The one :class:`~skstruct.exceptions.ConvergenceWarning` every estimator issues
+    when its fit ran ``max_iter`` iterations (``unit``: "pass", "iteration") short of
+    its tolerance: the estimator, ``max_iter``, the stopping ``criterion`` and its last
+    ``value`` (None: not measured yet), ``tol`` (a number or a text) and ``advice``."""
+    from ._core._warnings import ConvergenceWarning, warn_user
+
+    reached = "not measured yet" if value is None or np.isnan(value) else f"{value:.3g}"
+    units = unit + ("es" if unit.endswith("s") else "s")
+    tol = tol if isinstance(tol, str) else f"{tol:g}"
+    warn_user(f"{context}{type(est).__name__} stopped after max_iter={est.max_iter} "
+              f"{units} short of its tolerance: {criterion} is {reached}, tol "
+              f"{tol}. {advice}", ConvergenceWarning)
 
 
 def resolve_model(model, X, y, batched_only=False, design=False, submodular=False):

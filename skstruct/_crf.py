@@ -1,7 +1,6 @@
 """The linear-chain / tree conditional random field trained by maximum likelihood."""
 
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,11 +16,11 @@ from ._base import (
     _refuse_latent_constraints,
     _set_n_features_in,
     resolve_model,
+    warn_stopped,
 )
 from ._core import n_threads
 from ._core._decoders import CHAIN, TREE
 from ._core._params import Interval, Options, validate_params
-from ._core._warnings import ConvergenceWarning
 from .models import StructuredModel
 
 _SOLVERS = ("lbfgs", "sgd")
@@ -360,12 +359,10 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
             if rel > self.tol:
                 # one more evaluation, only when warning: the gradient at the last iterate
                 g = obj.value_grad(w)[1]
-                warnings.warn(
-                    f"{type(self).__name__}: L-BFGS stopped at max_iter={self.max_iter} "
-                    f"iterations before meeting tol={self.tol:g}: the last iteration "
-                    f"decreased the objective by {rel:.3g} (relative), and the gradient "
-                    f"norm is {float(np.sqrt(g @ g)):.3g}; increase max_iter",
-                    ConvergenceWarning, stacklevel=4)
+                warn_stopped(self, "iteration", "L-BFGS's last relative decrease of the "
+                             "objective", rel, self.tol,
+                             f"The gradient norm is {float(np.sqrt(g @ g)):.3g}; increase "
+                             "max_iter.")
         return w, n_iter, hist, seconds
 
     def _set_base_fit(self, obj, w, n_iter, hist, seconds):

@@ -291,9 +291,9 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         if self.tol > 0:
             log.finish(converged=converged, n_iter=it + 1, tol=self.tol, value=decrease,
                        criterion="the relative decrease of the primal objective",
-                       advice="Raise max_iter, or tol.", stacklevel=3)
+                       advice="Raise max_iter, or tol.")
         else:
-            log.finish(converged=converged, n_iter=it + 1, value=changed, stacklevel=3,
+            log.finish(converged=converged, n_iter=it + 1, value=changed,
                        criterion="the count of hidden states the last imputation changed",
                        tol="0 (no state changes)",
                        advice="Raise max_iter, or set tol > 0 to stop when the objective "

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from ._base import C_RANGE, _is_bag
 from ._core import n_threads
-from ._core._params import Interval, Options, validate_params
+from ._core._params import Interval, InvalidParameterError, Options, validate_params
 from ._crf import CRF
 from .energies import Energy
 
@@ -291,19 +291,21 @@ class NonLocalCRF(CRF):
         k = self.n_pieces
         if k not in ("auto", None) and self.energy is not None and not hasattr(self.energy,
                                                                                "pieces"):
-            raise ValueError(f"n_pieces={k!r} needs an energy that is a minimum of convex "
-                             f"pieces (NearestStatistic); {type(self.energy).__name__} is not "
-                             "(use n_pieces='auto' or None)")
+            raise InvalidParameterError(
+                f"n_pieces={k!r} needs an energy that is a minimum of convex pieces "
+                f"(NearestStatistic); {type(self.energy).__name__} is not (use "
+                "n_pieces='auto' or None)")
         if k not in ("auto", None) and self.inference_method == "accelerated":
-            raise ValueError("n_pieces is for inference_method='rda' or 'md'")
+            raise InvalidParameterError("n_pieces is for inference_method='rda' or 'md'")
         if self.feature_pairs == "seen" and self.energy is not None and self.fit_theta:
-            raise ValueError("feature_pairs='seen' fixes the unseen pairs' weights at 0, but "
-                             "fit_theta=True would move them: use feature_pairs='all' or "
-                             "fit_theta=False")
+            raise InvalidParameterError(
+                "feature_pairs='seen' fixes the unseen pairs' weights at 0, but fit_theta=True "
+                "would move them: use feature_pairs='all' or fit_theta=False")
         if self.energy_fit == "held_out" and self.energy is not None and self.fit_theta:
-            raise ValueError("energy_fit='held_out' keeps the base CRF trained on the training "
-                             "part fixed, but fit_theta=True would retrain it on the held-out "
-                             "part: use fit_theta=False or energy_fit='joint'")
+            raise InvalidParameterError(
+                "energy_fit='held_out' keeps the base CRF trained on the training part fixed, "
+                "but fit_theta=True would retrain it on the held-out part: use "
+                "fit_theta=False or energy_fit='joint'")
 
     def _check_validation_data(self, X_val, y_val):
         """Whether ``X_val, y_val`` are given, refusing data that would go unused."""
@@ -365,7 +367,7 @@ class NonLocalCRF(CRF):
                 raise ValueError("X_val and y_val are not supported with a dask Bag")
             self._check_params()
             if self.energy is not None:
-                raise ValueError("NonLocalCRF on a dask Bag needs energy=None")
+                raise InvalidParameterError("NonLocalCRF on a dask Bag needs energy=None")
             super().fit(X, y)
             self._no_energy()
             return self

@@ -194,7 +194,7 @@ class StructuredPerceptron(StructuredEstimatorMixin, BaseEstimator):
                 break
         log.finish(converged=stepped == 0, n_iter=it + 1,
                    criterion="the count of samples decoded wrongly in the last pass",
-                   value=stepped, tol="0 (a pass without mistakes)", stacklevel=3,
+                   value=stepped, tol="0 (a pass without mistakes)",
                    advice="Raise max_iter; data that no weights separate never converge.")
         if model.has_batched_path():
             W, P = solver.weights()

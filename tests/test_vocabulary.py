@@ -9,6 +9,7 @@ import pytest
 import sklearn.exceptions
 
 from skstruct import (
+    CRF,
     ApproxStructuredPredictor,
     LatentStructuredSVM,
     NonLocalCRF,
@@ -122,6 +123,8 @@ SHORT = {
     "perceptron": lambda: StructuredPerceptron(max_iter=1, random_state=0),
     "latent": lambda: _latent(max_iter=1),
     "approx": lambda: ApproxStructuredPredictor(max_iter=1),
+    "crf": lambda: CRF(max_iter=1),
+    "nonlocal": lambda: NonLocalCRF(max_iter=1),
 }
 
 
@@ -146,6 +149,7 @@ CONVERGING = {
     "perceptron": lambda: StructuredPerceptron(max_iter=100, random_state=0),
     "latent": lambda: _latent(max_iter=30),
     "approx": lambda: ApproxStructuredPredictor(max_iter=2000, tol=1e-5),
+    "crf": lambda: CRF(max_iter=1000),
 }
 
 
@@ -160,6 +164,8 @@ def test_a_fit_that_converges_does_not_warn(which):
         assert est.history_["mistakes"][-1] == 0
     elif which == "latent":
         assert est.history_["n_changed"][-1] == 0
+    elif which == "crf":
+        assert est.n_iter_ < est.max_iter
     elif which == "approx":
         obj = est.history_["objective"]
         assert est.n_iter_ < est.max_iter
@@ -285,3 +291,22 @@ def test_history_keys_fit_seconds_and_verbose_lines(make, keys, capsys):
              if ln.startswith(("pass ", "iteration ", "CCCP iteration "))]
     outer = [ln for ln in lines if ln.startswith("CCCP")] if keys[0] == "primal" else lines
     assert len(outer) == est.n_iter_ and all(" s  " in ln for ln in outer)
+
+
+def test_every_estimator_is_covered_by_the_max_iter_check():
+    import skstruct
+
+    covered = {type(make()).__name__ for make in SHORT.values()}
+    assert covered == set(skstruct._ESTIMATORS)
+
+
+@pytest.mark.parametrize("which", ["bcfw", "crf", "approx"])
+def test_a_fit_warning_points_at_the_users_line(which):
+    X, y = separable_chains(seed=1)
+    est = SHORT[which]()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    ours = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert ours, "the max_iter=1 fit did not warn"
+    assert all(w.filename == __file__ for w in ours), [w.filename for w in ours]

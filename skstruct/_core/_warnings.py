@@ -7,6 +7,23 @@ scikit-learn imports scipy, which the inference API must not load at import: the
 is therefore made on first access (module ``__getattr__``), once.
 """
 
+import os
+import sys
+import warnings
+
+# the package's folder: frames from files below it are skstruct's own
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def warn_user(message, category):
+    """``warnings.warn`` pointing at the first caller outside skstruct: a warning reports
+    the user's line (their ``fit`` or inference call), however deep in the package it is
+    raised, so that filters by module and the printed location are the user's."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
 
 class InfeasibilityWarning(UserWarning):
     """Inference returned a labelling (or marginals) for a sample that has no

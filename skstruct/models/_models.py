@@ -1,7 +1,6 @@
 """The joint feature maps users pick from: chains, graphs, multi-label, multiclass."""
 
 import itertools
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,6 +10,7 @@ from .._core import GraphBatch, check_edges
 from .._core._decoders import DECODER_NAMES
 from .._core._packing import check_y, pack_X, refuse_complex
 from .._core._params import Options
+from .._core._warnings import warn_user
 from ._base import DesignModel
 from ._design import tied_edges
 
@@ -437,9 +437,9 @@ def auto_model(X, y):
         Y = np.asarray(y)
         if Y.ndim == 2:
             if Y.shape[1] == 1:
-                warnings.warn("y is a column of shape (n_samples, 1): it is read as "
-                              "multi-label with one label; pass y.ravel() for a multiclass "
-                              "problem", UserWarning, stacklevel=4)
+                warn_user("y is a column of shape (n_samples, 1): it is read as multi-label "
+                          "with one label; pass y.ravel() for a multiclass problem",
+                          UserWarning)
             return MultiLabelModel(edges="full" if Y.shape[1] <= 12 else "tree")
         return MulticlassModel()
     if len(X) and isinstance(X[0], tuple):
