@@ -3,6 +3,7 @@
 import math
 import time
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
@@ -35,6 +36,18 @@ _ENERGY_FIT = ("joint", "held_out")
 # candidate dictionary entries of n_pieces="auto": 95.8% against 96.1% for all 55 OCR
 # words at psi = 3 (doc/nonlocal.md), at a fifth of the work
 _AUTO_PIECES = 10
+
+
+class Tilde(NamedTuple):
+    """A prediction design and the potentials of Proposition 1's CRF on it."""
+
+    design: object         # the Design of the samples
+    packed: object         # the packed samples
+    unary: np.ndarray      # (N, K) node potentials
+    tables: np.ndarray     # the edge tables
+    pw_index: np.ndarray   # (E,) table of each edge
+    projection: object     # the BetheProjection (None without an energy)
+
 
 class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
     """A chain or tree CRF plus a learned non-local energy on its marginals.
@@ -608,8 +621,8 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
 
     # -------------------------------------------------------------- predict
     def _theta_tilde(self, X, made=None):
-        """Design, and the potentials of Proposition 1's CRF for every sample
-        (``made``: the design and packed ``X`` if already made)."""
+        """Design, and the potentials of Proposition 1's CRF for every sample, as a
+        :class:`Tilde` (``made``: the design and packed ``X`` if already made)."""
         from .solvers._crf import CRFObjective
 
         check_is_fitted(self, "coef_")
@@ -618,10 +631,12 @@ class NonLocalCRF(StructuredEstimatorMixin, BaseEstimator):
         obj = CRFObjective(design, self.C)
         if self.energy_ is None:
             theta_v, tables, pwi = obj.potentials(self._W, self._P)
-            return design, packed, theta_v, tables, pwi, None
+            return Tilde(design=design, packed=packed, unary=theta_v, tables=tables,
+                         pw_index=pwi, projection=None)
         Phi = self._psi_features(X, design, fitting=False)
         proj = self._project(obj, self._W, self._P, self._psi(self.psi_coef_, Phi))
-        return design, packed, proj.unary, proj.pairwise, proj.pw_index, proj
+        return Tilde(design=design, packed=packed, unary=proj.unary, tables=proj.pairwise,
+                     pw_index=proj.pw_index, projection=proj)
 
     def _potentials(self, X):
         """With an energy, the potentials of Proposition 1's CRF (the Bethe projection,

@@ -332,14 +332,12 @@ class _SSVMPart:
         self.moved = (s.A.copy(), s.Pi.copy(), s.ell_i.copy())
         W, P = _split(w, self.shapes)
         s.W, s.P = W.copy(), P.copy()
-        from .solvers._bcfw import ELL
-
         ell0 = float(s.ell_i.sum())
-        s.state[ELL] = ell0
+        s.state.ell[()] = ell0
         gap = s.run_pass(np.ascontiguousarray(idx, dtype=np.int64))
         inv = 1.0 / self.sigma
         return (self.scale * gap, _sparse_rows(inv * (s.W - W)), inv * (s.P - P),
-                self.scale * (float(s.state[ELL]) - ell0))
+                self.scale * (float(s.state.ell) - ell0))
 
 
 def _construct(kind, args, part, index):

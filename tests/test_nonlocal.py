@@ -443,7 +443,7 @@ def test_feature_pairs_parameter_checks():
 
 
 def test_lbfgs_minimises_a_quadratic():
-    from skstruct.solvers._crf import lbfgs
+    from skstruct.solvers._lbfgs import lbfgs
 
     rng = np.random.default_rng(3)
     A = rng.normal(size=(30, 30))

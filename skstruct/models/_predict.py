@@ -1,10 +1,12 @@
 """MAP decoding of a whole design at given weights (one parallel compiled call)."""
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import prange
 
 from .._core import n_chunks
-from .._core._decoders import GRAPHCUT
+from .._core._decoders import GRAPHCUT, TREE, TRWS
 from .._core._jit import pjit
 from ._chain import chain_pass, is_plain_chain
 from ._kernels import _tables, node_scores
@@ -13,20 +15,38 @@ from ._submodular import supermodular_violation
 
 
 @pjit
-def _predict_kernel(D, W, P, U, PE, msgs, bp, lab, belief, up, max_nodes, max_edges, chunks):
+def _predict_kernel(D, W, P, sc, max_nodes, max_edges, chunks):
+    """MAP labels of every sample into ``sc.lab`` (``sc`` an :class:`OracleScratch`)."""
+    U = sc.U
     K = U.shape[1]
     for c in prange(chunks.shape[0] - 1):
-        work = make_work(K, max_nodes, max_edges, belief, up)
+        work = make_work(K, max_nodes, max_edges, sc.belief, sc.up)
         for s in range(chunks[c], chunks[c + 1]):
             n0 = D.node_offsets[s]
             n1 = D.node_offsets[s + 1]
             node_scores(D, n0, n1, W, 1.0, U)
-            pair = _tables(D, s, P, PE)
-            decode(D, s, U, pair, msgs, bp, lab, work)
+            pair = _tables(D, s, P, sc.PE)
+            decode(D, s, U, pair, sc.msgs, sc.bp, sc.lab, work)
+
+
+class OracleScratch(NamedTuple):
+    """The shared scratch arrays of the oracle kernels (see :func:`scratch`), as the
+    compiled kernels read them."""
+
+    U: np.ndarray          # (N, K) node scores
+    Ua: np.ndarray         # (N, K) loss-augmented node scores
+    PE: np.ndarray         # (E, K, K) per-edge tables ((1, K, K) when tied)
+    msgs: np.ndarray       # (2 E, K) TRW-S / MPLP messages, warm-started across calls
+    bp: np.ndarray         # (N, K) Viterbi backpointers
+    lab: np.ndarray        # (N,) int64 labels decoded
+    Sc: np.ndarray         # (N, Kp) a corner's node coefficients
+    belief: np.ndarray     # (N, K) tree max-sum beliefs
+    up: np.ndarray         # (N, K) tree max-sum upward messages
 
 
 def scratch(design, decode_only=False):
-    """The shared per-node / per-edge scratch arrays of the kernels.
+    """The shared per-node / per-edge scratch arrays of the kernels, an
+    :class:`OracleScratch`.
 
     Arrays a kernel will not touch for this design are allocated with one row
     (message arrays without TRW-S or MPLP samples, tree beliefs without tree
@@ -36,10 +56,10 @@ def scratch(design, decode_only=False):
     K = design.n_classes
     N = b.n_nodes
     E = b.n_edges
-    need_tree = bool(np.any(design.kind == 1))
-    need_msgs = bool(np.any(design.kind == 3))
+    need_tree = bool(np.any(design.kind == TREE))
+    need_msgs = bool(np.any(design.kind == TRWS))
     nl = 1 if decode_only else N
-    return dict(
+    return OracleScratch(
         U=np.zeros((N, K)), Ua=np.zeros((nl, K)),
         PE=np.zeros((1, K, K)) if design.tied else np.zeros((E, K, K)),
         msgs=np.zeros((2 * E if need_msgs else 1, K)),
@@ -77,10 +97,9 @@ def predict_labels(design, W, P, trws_iter):
                    design.batch.chunks(n_chunks()), np.zeros(S), np.zeros(S), out)
         return out
     sc = scratch(design, decode_only=True)
-    _predict_kernel(D, np.ascontiguousarray(W), np.ascontiguousarray(P), sc["U"], sc["PE"],
-                    sc["msgs"], sc["bp"], sc["lab"], sc["belief"], sc["up"],
-                    design.max_nodes, design.max_edges, design.batch.chunks(n_chunks()))
-    return sc["lab"]
+    _predict_kernel(D, np.ascontiguousarray(W), np.ascontiguousarray(P), sc, design.max_nodes,
+                    design.max_edges, design.batch.chunks(n_chunks()))
+    return sc.lab
 
 
 def design_potentials(design, W, P):
@@ -98,9 +117,7 @@ def design_potentials(design, W, P):
     unary = np.empty((N, K))
     PE = np.zeros((1, K, K)) if design.tied else np.empty((E, K, K))
     P = np.ascontiguousarray(design.tables(P), dtype=np.float64)
-    potentials(b.node_offsets, b.edge_offsets, b.edges, D.xdata, D.xind, D.xptr, D.xrow, D.xoff,
-               np.ascontiguousarray(W), D.cmap, D.csign, D.dense, design.tied, D.pw_index,
-               D.edata, D.eind, D.eptr, P, y0, D.loss_weight, False, chunks, unary, PE,
+    potentials(D, np.ascontiguousarray(W), P, False, chunks, unary, PE,
                np.zeros(chunks.shape[0] - 1))
     if design.node_offset is not None:
         unary += design.node_offset
