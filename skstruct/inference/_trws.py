@@ -358,14 +358,16 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj
     edge (swapping ``edges[e]`` and transposing its table) changes nothing
     but the storage of its two messages.  Self-loops are not supported.
     """
+    # a parallel loop loses writes made through a named tuple's field inside it
+    labels, bound, n_iter, converged, score = (out.labels, out.bound, out.n_iter, out.converged,
+                                               out.score)
     n_samples = node_offsets.shape[0] - 1
     for s in prange(n_samples):
         if not active[s]:
             continue
-        out.bound[s], out.n_iter[s], out.converged[s], out.score[s] = trws_one(
+        bound[s], n_iter[s], converged[s], score[s] = trws_one(
             node_offsets[s], node_offsets[s + 1], edge_offsets[s], edge_offsets[s + 1], edges,
-            unary, pairwise, pw_index, adj, messages, max_iter, tol, window, relative,
-            out.labels)
+            unary, pairwise, pw_index, adj, messages, max_iter, tol, window, relative, labels)
 
 
 @pjit

@@ -407,12 +407,16 @@ def hinge_pass(D, surrogate, scale_w, W, P, sc, max_nodes, max_edges, chunks, hi
     """Surrogate value ``hinge[s]`` and corner loss ``ell[s]`` of every sample at
     ``scale_w * W, P`` (parallel over chunks of samples), with ``sc.lab`` the
     maximisers (``sc`` the :class:`~skstruct.models._predict.OracleScratch`)."""
-    K = sc.U.shape[1]
+    # a parallel loop loses writes made through a named tuple's field inside it: the
+    # arrays are taken out first
+    U, Ua, PE, msgs, bp, lab, Sc = sc.U, sc.Ua, sc.PE, sc.msgs, sc.bp, sc.lab, sc.Sc
+    belief, up = sc.belief, sc.up
+    K = U.shape[1]
     for c in prange(chunks.shape[0] - 1):
-        work = make_work(K, max_nodes, max_edges, sc.belief, sc.up)
+        work = make_work(K, max_nodes, max_edges, belief, up)
         for s in range(chunks[c], chunks[c + 1]):
-            ell[s], hinge[s], _ = _corner(D, s, scale_w, W, P, sc.U, sc.Ua, sc.PE, sc.msgs,
-                                          sc.bp, sc.lab, sc.Sc, work, surrogate)
+            ell[s], hinge[s], _ = _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc,
+                                          work, surrogate)
 
 
 def loss_augmented_labels(design, W, P, inference_iter):

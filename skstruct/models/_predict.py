@@ -17,16 +17,18 @@ from ._submodular import supermodular_violation
 @pjit
 def _predict_kernel(D, W, P, sc, max_nodes, max_edges, chunks):
     """MAP labels of every sample into ``sc.lab`` (``sc`` an :class:`OracleScratch`)."""
-    U = sc.U
+    # the arrays are taken out of the named tuple before the parallel loop, which would
+    # lose writes made through its fields
+    U, PE, msgs, bp, lab, belief, up = sc.U, sc.PE, sc.msgs, sc.bp, sc.lab, sc.belief, sc.up
     K = U.shape[1]
     for c in prange(chunks.shape[0] - 1):
-        work = make_work(K, max_nodes, max_edges, sc.belief, sc.up)
+        work = make_work(K, max_nodes, max_edges, belief, up)
         for s in range(chunks[c], chunks[c + 1]):
             n0 = D.node_offsets[s]
             n1 = D.node_offsets[s + 1]
             node_scores(D, n0, n1, W, 1.0, U)
-            pair = _tables(D, s, P, sc.PE)
-            decode(D, s, U, pair, sc.msgs, sc.bp, sc.lab, work)
+            pair = _tables(D, s, P, PE)
+            decode(D, s, U, pair, msgs, bp, lab, work)
 
 
 class OracleScratch(NamedTuple):

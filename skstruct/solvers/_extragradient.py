@@ -436,13 +436,15 @@ def _sample_sweep(D, graph, tb, chunks, Wc, a_c, tab, max_nodes, buf):
     n_tables = tab.log.shape[0]
     is_chain = graph.is_chain
     forest = Forest(order=graph.order, parent=graph.parent, parent_edge=graph.parent_edge)
+    # a parallel loop loses writes made through a named tuple's field inside it
+    bufW, bufP, sums = buf.W, buf.P, buf.sums
     ident = C == K
     for k in range(K):
         ident = ident and cmap[k] == k and csign[k] == 1.0
     for c in prange(chunks.shape[0] - 1):
         w = _sample_work(C, M, K, n_tables)
-        GW = buf.W[c]
-        GP = buf.P[c]
+        GW = bufW[c]
+        GP = bufP[c]
         _zero(GW)
         _zero(GP)
         ell = 0.0
@@ -462,9 +464,9 @@ def _sample_sweep(D, graph, tb, chunks, Wc, a_c, tab, max_nodes, buf):
             ell += e
             logz += z
             hinge += h
-        buf.sums[c, 0] = ell
-        buf.sums[c, 1] = logz
-        buf.sums[c, 2] = hinge
+        sums[c, 0] = ell
+        sums[c, 1] = logz
+        sums[c, 2] = hinge
 
 
 @jit

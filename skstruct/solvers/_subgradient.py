@@ -129,8 +129,10 @@ def subgradient_sum(D, surrogate, idx, W, Preal, sc, trips, hinge, max_nodes, ma
     (``P``'s form).  A mini-batch's share for a step taken elsewhere."""
     K = sc.U.shape[1]
     B = idx.shape[0]
+    # fields are read before the parallel loop, which loses writes made through them
+    belief, up = sc.belief, sc.up
     for j in prange(B):
-        work = make_work(K, max_nodes, max_edges, sc.belief, sc.up)
+        work = make_work(K, max_nodes, max_edges, belief, up)
         _sample(D, idx[j], j, 1.0, W, Preal, sc, work, surrogate, trips, hinge)
     for j in range(B):
         _add_corner(D, idx[j], j, 1.0, 0.0, gW, gW, gP, gP, sc.Sc, trips)
@@ -156,7 +158,8 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, project, 
     Preal, mu = work.Preal, work.mu
     K = sc.U.shape[1]
     hinge = np.zeros(batch_size)
-    work1 = make_work(K, max_nodes, max_edges, sc.belief, sc.up)
+    belief, up = sc.belief, sc.up
+    work1 = make_work(K, max_nodes, max_edges, belief, up)
     total = 0.0
     for start in range(0, n_order, batch_size):
         stop = min(start + batch_size, n_order)
@@ -172,7 +175,7 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, project, 
             _sample(D, order[start], 0, a, Wv, Preal, sc, work1, surrogate, trips, hinge)
         else:
             for j in prange(B):
-                wj = make_work(K, max_nodes, max_edges, sc.belief, sc.up)
+                wj = make_work(K, max_nodes, max_edges, belief, up)
                 _sample(D, order[start + j], j, a, Wv, Preal, sc, wj, surrogate, trips, hinge)
         for j in range(B):
             total += hinge[j]
