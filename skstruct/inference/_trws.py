@@ -358,16 +358,24 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj
     edge (swapping ``edges[e]`` and transposing its table) changes nothing
     but the storage of its two messages.  Self-loops are not supported.
     """
-    # a parallel loop loses writes made through a named tuple's field inside it
-    labels, bound, n_iter, converged, score = (out.labels, out.bound, out.n_iter, out.converged,
-                                               out.score)
     n_samples = node_offsets.shape[0] - 1
     for s in prange(n_samples):
         if not active[s]:
             continue
-        bound[s], n_iter[s], converged[s], score[s] = trws_one(
-            node_offsets[s], node_offsets[s + 1], edge_offsets[s], edge_offsets[s + 1], edges,
-            unary, pairwise, pw_index, adj, messages, max_iter, tol, window, relative, labels)
+        # written by a compiled helper: a parallel loop loses writes made through a named
+        # tuple's fields in its own body
+        _store(out, s, trws_one(node_offsets[s], node_offsets[s + 1], edge_offsets[s],
+                                edge_offsets[s + 1], edges, unary, pairwise, pw_index, adj,
+                                messages, max_iter, tol, window, relative, out.labels))
+
+
+@jit
+def _store(out, s, res):
+    """Sample ``s``'s results ``(bound, n_iter, converged, score)`` into ``out``."""
+    out.bound[s] = res[0]
+    out.n_iter[s] = res[1]
+    out.converged[s] = res[2]
+    out.score[s] = res[3]
 
 
 @pjit

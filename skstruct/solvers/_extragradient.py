@@ -412,6 +412,13 @@ def _tree_sample(D, forest, n0, T, e0, e1, ident, Wc, a_c, tab, tb, w, GW, GP):
 
 
 @jit
+def _put_sums(buf, c, ell, logz, hinge):
+    buf.sums[c, 0] = ell
+    buf.sums[c, 1] = logz
+    buf.sums[c, 2] = hinge
+
+
+@jit
 def _sample_work(C, M, K, n_tables):
     """A fresh :class:`SampleWork` (``M`` the longest sample's nodes)."""
     return SampleWork(ucol=np.empty(C), U=np.empty((M, K)), th=np.empty((M, K)),
@@ -436,8 +443,7 @@ def _sample_sweep(D, graph, tb, chunks, Wc, a_c, tab, max_nodes, buf):
     n_tables = tab.log.shape[0]
     is_chain = graph.is_chain
     forest = Forest(order=graph.order, parent=graph.parent, parent_edge=graph.parent_edge)
-    # a parallel loop loses writes made through a named tuple's field inside it
-    bufW, bufP, sums = buf.W, buf.P, buf.sums
+    bufW, bufP = buf.W, buf.P
     ident = C == K
     for k in range(K):
         ident = ident and cmap[k] == k and csign[k] == 1.0
@@ -464,9 +470,9 @@ def _sample_sweep(D, graph, tb, chunks, Wc, a_c, tab, max_nodes, buf):
             ell += e
             logz += z
             hinge += h
-        sums[c, 0] = ell
-        sums[c, 1] = logz
-        sums[c, 2] = hinge
+        # through a compiled helper: a parallel loop loses writes made through a named
+        # tuple's fields in its own body
+        _put_sums(buf, c, ell, logz, hinge)
 
 
 @jit
