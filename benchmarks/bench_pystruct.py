@@ -178,7 +178,7 @@ def run_skstruct(row_name, out, variant="skstruct"):
 
 def primal_of(row_name, w, layout_kind, n_labels=None):
     """C-form primal of a pystruct weight vector, evaluated by skstruct's oracles."""
-    from skstruct.models._oracle import hinge_pass
+    from skstruct.models._oracle import MARGIN, hinge_pass
     from skstruct.models._predict import scratch
 
     row = ROWS[row_name]
@@ -201,8 +201,7 @@ def primal_of(row_name, w, layout_kind, n_labels=None):
     S = design.batch.n_samples
     hinge = np.zeros(S)
     ell = np.zeros(S)
-    hinge_pass(D, 0, 1.0, np.ascontiguousarray(W), np.ascontiguousarray(P), sc["U"], sc["Ua"],
-               sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], sc["belief"], sc["up"],
+    hinge_pass(D, MARGIN, 1.0, np.ascontiguousarray(W), np.ascontiguousarray(P), sc,
                design.max_nodes, design.max_edges, design.batch.chunks(4), hinge, ell)
     return 0.5 * float(np.sum(W * W) + np.sum(P * P)) + C * hinge.sum()
 

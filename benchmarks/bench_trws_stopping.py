@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from skstruct.inference import GraphBatch, map_inference  # noqa: E402
 from skstruct.inference._loopy import loopy_bp_batch, max_beliefs_decode_batch  # noqa: E402
-from skstruct.inference._trws import labelling_scores_batch, trws_batch  # noqa: E402
+from skstruct.inference._trws import TRWSOut, labelling_scores_batch, trws_batch  # noqa: E402
 
 
 def stereo(side, K=16, seed=0):
@@ -53,10 +53,10 @@ def run_trws(batch, unary, pairwise, max_iter, window, relative, tol=1e-6):
     labels, bound, score = np.zeros(N, np.int64), np.zeros(S), np.zeros(S)
     n_iter, conv = np.zeros(S, np.int64), np.zeros(S, bool)
     t0 = time.perf_counter()
+    out = TRWSOut(labels=labels, bound=bound, n_iter=n_iter, converged=conv, score=score)
     trws_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
-               np.zeros(batch.n_edges, np.int64), *batch.adjacency, np.ones(S, bool),
-               np.zeros((2 * batch.n_edges, K)), max_iter, tol, window, relative, labels,
-               bound, n_iter, conv, score)
+               np.zeros(batch.n_edges, np.int64), batch.adjacency, np.ones(S, bool),
+               np.zeros((2 * batch.n_edges, K)), max_iter, tol, window, relative, out)
     return n_iter[0], bound[0], score[0], time.perf_counter() - t0
 
 
@@ -98,7 +98,7 @@ def max_product_table(n_models):
             unary, edges, pw = torus(seed)
             b = GraphBatch.from_graphs([len(unary)], [edges])
             args = (b.node_offsets, b.edge_offsets, b.edges, unary, pw, np.arange(len(edges)),
-                    *b.adjacency, np.ones(1, bool))
+                    b.adjacency, np.ones(1, bool))
             msgs = np.zeros((2 * len(edges), 3))
             loopy_bp_batch(*args, msgs, True, sweeps, 0.5, 0.0, np.zeros(1, np.int64))
             lab = np.zeros(len(unary), np.int64)

@@ -2,6 +2,7 @@
 
 import time
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -40,6 +41,18 @@ class _FirstValue:
         if self.first is None:
             self.first = float(f)
         return f, g
+
+
+class Scores(NamedTuple):
+    """The samples prediction decodes, and their potentials."""
+
+    design: object         # the Design of the samples
+    packed: object         # the packed samples
+    unary: np.ndarray      # (N, K) node potentials
+    tables: np.ndarray     # the edge tables
+    pw_index: np.ndarray   # (E,) table of each edge
+    projection: object     # what produced them beyond the CRF (NonLocalCRF's Bethe
+    #                        projection), None for the plain CRF
 
 
 class CRF(StructuredEstimatorMixin, BaseEstimator):
@@ -409,20 +422,21 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
         return False
 
     def _scores(self, X, made=None):
-        """Design, packed ``X``, the potentials ``(unary, tables, pw_index)`` that
-        prediction decodes, and what produced them beyond the CRF (None here)."""
+        """The design, packed ``X`` and the potentials prediction decodes, as
+        :class:`Scores` (``made``: the design and packed ``X`` if already made)."""
         from .solvers._crf import CRFObjective
 
         check_is_fitted(self, "coef_")
         design, packed = self._design(X) if made is None else made
         design.y = np.zeros(design.batch.n_nodes, np.int64)
         theta_v, tables, pwi = CRFObjective(design, self.C).potentials(self._W, self._P)
-        return design, packed, theta_v, tables, pwi, None
+        return Scores(design=design, packed=packed, unary=theta_v, tables=tables,
+                      pw_index=pwi, projection=None)
 
     def _potentials(self, X):
         with n_threads(self.n_jobs):
-            design, packed, u, t, i, _ = self._scores(X)
-        return design, packed, (u, t, i)
+            sc = self._scores(X)
+        return sc.design, sc.packed, (sc.unary, sc.tables, sc.pw_index)
 
     def _decode(self, X):
         from .inference import map_batch
@@ -437,15 +451,16 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
             with n_threads(self.n_jobs):
                 return predict_labels(made[0], self._W, self._P, 0), made[1]
         with n_threads(self.n_jobs):
-            design, packed, u, t, i, _ = self._scores(X, made)
-            labels = map_batch(design.batch, u, t, i)
-        return labels, packed
+            sc = self._scores(X, made)
+            labels = map_batch(sc.design.batch, sc.unary, sc.tables, sc.pw_index)
+        return labels, sc.packed
 
-    def _node_marginals(self, design, u, t, i, extra):
-        """Node marginals of the potentials :meth:`_scores` gave."""
+    def _node_marginals(self, sc):
+        """Node marginals of the potentials :meth:`_scores` gave (a :class:`Scores`)."""
         from .inference import marginals_batch
 
-        return marginals_batch(design.batch, u, t, i, edge_marginals=None)[0]
+        return marginals_batch(sc.design.batch, sc.unary, sc.tables, sc.pw_index,
+                               edge_marginals=None)[0]
 
     def predict_marginals(self, X, *, clamp=None, forbidden=None):
         """Node marginals of every sample under the CRF.
@@ -472,8 +487,9 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
             _refuse_latent_constraints(self)
             return self._constrained_marginals(X, clamp, forbidden)
         with n_threads(self.n_jobs):
-            design, packed, u, t, i, extra = self._scores(X)
-            node = self._node_marginals(design, u, t, i, extra)
+            sc = self._scores(X)
+            node = self._node_marginals(sc)
+        design = sc.design
         if getattr(self.model_, "latent", False):
             return self.model_.label_marginals(node, design)
         # by the design's offsets: tabular models' ``packed`` is the bare array X

@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 from ._base import C_RANGE, _is_bag
 from ._core import n_threads
 from ._core._params import Interval, InvalidParameterError, Options, validate_params
-from ._crf import CRF
+from ._crf import CRF, Scores
 from .energies import Energy
 
 _PSI = ("bias", "mean_map")
@@ -527,9 +527,9 @@ class NonLocalCRF(CRF):
         return self.energy_ is not None
 
     def _scores(self, X, made=None):
-        """Design, packed ``X``, and the potentials of Proposition 1's CRF for every
-        sample (``made``: the design and packed ``X`` if already made), with the
-        Bethe projection they come from (None without an energy)."""
+        """The potentials of Proposition 1's CRF for every sample, as
+        :class:`~skstruct._crf.Scores` with the Bethe projection they come from
+        (``made``: the design and packed ``X`` if already made)."""
         from .solvers._crf import CRFObjective
 
         check_is_fitted(self, "coef_")
@@ -540,12 +540,13 @@ class NonLocalCRF(CRF):
         obj = CRFObjective(design, self.C)
         Phi = self._psi_features(X, design, fitting=False)
         proj = self._project(obj, self._W, self._P, self._psi(self.psi_coef_, Phi))
-        return design, packed, proj.unary, proj.pairwise, proj.pw_index, proj
+        return Scores(design=design, packed=packed, unary=proj.unary, tables=proj.pairwise,
+                      pw_index=proj.pw_index, projection=proj)
 
-    def _node_marginals(self, design, u, t, i, proj):
-        if proj is None:
-            return super()._node_marginals(design, u, t, i, proj)
-        return proj.node_marginals
+    def _node_marginals(self, sc):
+        if sc.projection is None:
+            return super()._node_marginals(sc)
+        return sc.projection.node_marginals
 
     def predict_marginals(self, X, *, clamp=None, forbidden=None):
         """Node marginals of every sample: the Bethe projection ``mu*`` with an

@@ -124,7 +124,8 @@ def test_nearest_word_energy_corrects_the_chain(learning):
     # Proposition 1: predict is MAP in the CRF at the projection's potentials
     design, _ = est.model_.design(Xte)
     design.y = np.zeros(design.batch.n_nodes, np.int64)
-    u, t, i = est._scores(Xte)[2:5]
+    sc = est._scores(Xte)
+    u, t, i = sc.unary, sc.tables, sc.pw_index
     lab = map_batch(design.batch, u, t, i)
     assert np.array_equal(est.classes_[lab], np.concatenate(est.predict(Xte)))
     marg = est.predict_marginals(Xte)
@@ -149,7 +150,7 @@ def test_pieces_give_global_projections_in_the_estimator():
     assert np.any(glob.objective < local.objective - 0.1)
     # prediction goes through the same projection
     est.set_params(n_pieces="all")
-    u = est._scores(Xtr)[2]
+    u = est._scores(Xtr).unary
     assert np.allclose(u, glob.unary)
     # a convex energy has no pieces: "auto" is None
     lin = NonLocalCRF(energy=LinearMeasurements(np.ones((1, 4))))
@@ -444,7 +445,7 @@ def test_feature_pairs_parameter_checks():
 
 
 def test_lbfgs_minimises_a_quadratic():
-    from skstruct.solvers._crf import lbfgs
+    from skstruct.solvers._lbfgs import lbfgs
 
     rng = np.random.default_rng(3)
     A = rng.normal(size=(30, 30))

@@ -134,25 +134,36 @@ class GraphBatch:
 
     @cached_property
     def adjacency(self):
-        """``(adj_offsets, adj_edge, adj_nbr, adj_side)``, see ``_graph.build_adjacency``."""
-        from ._graph import build_adjacency
+        """The :class:`~skstruct._core._graph.Adjacency` named tuple ``(offsets, edge, nbr,
+        side)``, see ``_graph.build_adjacency``."""
+        from ._graph import Adjacency, build_adjacency
 
-        return build_adjacency(self.n_nodes, self.edges)
+        offsets, edge, nbr, side = build_adjacency(self.n_nodes, self.edges)
+        return Adjacency(offsets=offsets, edge=edge, nbr=nbr, side=side)
 
     @cached_property
     def forest(self):
-        """``(order, parent, parent_edge, is_forest)``, see ``_graph.forest_order``."""
-        from ._graph import forest_order
+        """The :class:`~skstruct._core._graph.Forest` named tuple ``(order, parent,
+        parent_edge)``, see ``_graph.forest_order``."""
+        self._forest_order()
+        return self.__dict__["forest"]
 
-        adj_offsets, adj_edge, adj_nbr, _ = self.adjacency
-        return forest_order(self.node_offsets, adj_offsets, adj_edge, adj_nbr)
+    def _forest_order(self):
+        from ._graph import Forest, forest_order
+
+        adj = self.adjacency
+        order, parent, parent_edge, is_forest = forest_order(self.node_offsets, adj.offsets,
+                                                             adj.edge, adj.nbr)
+        self.__dict__["forest"] = Forest(order=order, parent=parent, parent_edge=parent_edge)
+        self.__dict__.setdefault("is_forest", is_forest)
 
     @cached_property
     def is_forest(self):
         """Whether each sample's graph has no cycle."""
         if "is_chain" in self.__dict__ and self.__dict__["is_chain"].all():
             return np.ones(self.n_samples, bool)
-        return self.forest[3]
+        self._forest_order()
+        return self.__dict__["is_forest"]
 
     @cached_property
     def is_chain(self):

@@ -19,9 +19,48 @@ array: row ``2 e`` is the message from ``edges[e, 0]`` to ``edges[e, 1]``
 in the other direction.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._jit import jit
+
+
+class Adjacency(NamedTuple):
+    """CSR adjacency of a batch (see :func:`build_adjacency`)."""
+
+    offsets: np.ndarray   # (N + 1,) the neighbours of node v: offsets[v]:offsets[v + 1]
+    edge: np.ndarray      # (2 E,) the edge each neighbour is reached through
+    nbr: np.ndarray       # (2 E,) the neighbour
+    side: np.ndarray      # (2 E,) 0 when v is edges[e, 0], 1 when it is edges[e, 1]
+
+    @classmethod
+    def dummy(cls, n_nodes):
+        """A stand-in for kernels that walk no neighbour list: ``n_nodes`` nodes without
+        neighbours (one-entry neighbour arrays, so every call compiles to the same types)."""
+        z = np.zeros(1, np.int64)
+        return cls(offsets=np.zeros(n_nodes + 1, np.int64), edge=z, nbr=z.copy(),
+                   side=z.copy())
+
+
+class Forest(NamedTuple):
+    """Breadth-first forest order of a batch (see :func:`forest_order`; whether each
+    sample is a forest is ``GraphBatch.is_forest``).
+
+    Bundles the kernels read are flat (named tuples of arrays and numbers, none nested):
+    a parallel kernel cannot take a nested one into its parallel loop.
+    """
+
+    order: np.ndarray        # (N,) every node after its parent, inside its sample's range
+    parent: np.ndarray       # (N,) parent node (-1: a root)
+    parent_edge: np.ndarray  # (N,) the edge to the parent (-1: a root)
+
+    @classmethod
+    def dummy(cls):
+        """A stand-in for kernels that read no forest (no tree sample): one-entry arrays,
+        so that every call compiles to the same types."""
+        z = np.zeros(1, np.int64)
+        return cls(order=z, parent=z.copy(), parent_edge=z.copy())
 
 
 @jit

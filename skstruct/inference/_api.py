@@ -26,8 +26,18 @@ from .._core._validation import (
 from .._core._warnings import InfeasibilityWarning
 from .._core._warnings import warn_user as _warn
 from ._methods import runner
+from ._modes import (
+    BOTH_WAYS,
+    EDGES_EACH,
+    EDGES_NONE,
+    EDGES_PER_TABLE,
+    MAX_SUM,
+    SUM_PRODUCT,
+    UPWARD,
+)
 
-_EDGE_MODES = {"full": 1, "sum": 2, None: 0, "none": 0}
+_EDGE_MODES = {"full": EDGES_EACH, "sum": EDGES_PER_TABLE, None: EDGES_NONE,
+               "none": EDGES_NONE}
 # enumeration beyond this many labellings is refused rather than left to run
 _MAX_ENUMERATION = 1 << 22
 # largest score sum the oracles accept (float64 overflows at 1.8e308)
@@ -431,20 +441,19 @@ def _run_exact(batch, unary, pairwise, pw_index, mask, labels, best, marginals,
 
 
 def _run_tree(batch, unary, pairwise, pw_index, mask, use_max, full, labels, value,
-              belief=None, edge_mode=0, edge_out=None):
-    from ._tree import tree_batch
+              belief=None, edge_mode=EDGES_NONE, edge_out=None):
+    from ._tree import TreeOut, tree_batch
 
     N, K = unary.shape
-    order, parent, parent_edge, _ = batch.forest
     if belief is None:
         belief = np.empty((N, K))
     if edge_out is None:
         edge_out = np.zeros((1, 0, K, K))
     up = np.empty((N, K))
     bp = np.empty((N, K), np.int64) if use_max else np.empty((0, K), np.int64)
-    tree_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise, pw_index,
-               order, parent, parent_edge, mask, batch.chunks(n_chunks()), use_max, full,
-               labels, value, belief, up, bp, edge_mode, edge_out)
+    out = TreeOut(labels=labels, belief=belief, up_msg=up, bp=bp, edge_out=edge_out)
+    tree_batch(batch.node_offsets, batch.edges, unary, pairwise, pw_index, batch.forest, mask,
+               batch.chunks(n_chunks()), use_max, full, edge_mode, out, value)
     return belief
 
 
@@ -452,16 +461,16 @@ def _run_loopy_map(kind, batch, unary, pairwise, pw_index, mask, msgs, max_iter,
                    labels, bound):
     from . import _loopy, _trws
 
-    adj = batch.adjacency
     S = batch.n_samples
     n_iter = np.zeros(S, np.int64)
     args = (batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise, pw_index,
-            *adj)
+            batch.adjacency)
     score = np.zeros(S)
     if kind == "trws":
         converged = np.zeros(S, bool)
-        _trws.trws_batch(*args, mask, msgs, max_iter, tol, TRWS_WINDOW, False, labels, bound,
-                         n_iter, converged, score)
+        out = _trws.TRWSOut(labels=labels, bound=bound, n_iter=n_iter, converged=converged,
+                            score=score)
+        _trws.trws_batch(*args, mask, msgs, max_iter, tol, TRWS_WINDOW, False, out)
     else:
         converged = _loopy.max_product_batch(*args, mask, msgs, max_iter, damping, tol, labels,
                                              score, n_iter)
@@ -502,7 +511,7 @@ def _map_exact(batch, unary, pairwise, pw_index, mask, labels, bound, opt):
 
 
 def _map_tree(batch, unary, pairwise, pw_index, mask, labels, bound, opt):
-    _run_tree(batch, opt.augmented, pairwise, pw_index, mask, True, False, labels, bound)
+    _run_tree(batch, opt.augmented, pairwise, pw_index, mask, MAX_SUM, UPWARD, labels, bound)
 
 
 def _map_loopy(kind):
@@ -614,20 +623,20 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
     # (E, K, K) arrays: the full output, and the edge beliefs exact and loopy
     # inference always compute
     scratch = any(kind in ("exact", "loopy") and mask.any() for kind, mask in groups)
-    n_tables = (mode == 1) + scratch
+    n_tables = (mode == EDGES_EACH) + scratch
     if n_tables:
         check_memory(n_tables * 8 * E * K * K, f"edge marginals of {E} edges and {K} states",
                      "pass edge_marginals='sum' (one (K, K) table per shared pairwise "
-                     "matrix) or None" if mode == 1 else "split the batch")
+                     "matrix) or None" if mode == EDGES_EACH else "split the batch")
     node = np.zeros((N, K))
     logz = np.zeros(S)
     ran = np.zeros(S, np.int64)
     with n_threads(_jobs(batch, n_jobs)):
         chunks = batch.chunks(n_chunks())
         n_tasks = chunks.shape[0] - 1
-        if mode == 1:
+        if mode == EDGES_EACH:
             edge_out = np.zeros((1, E, K, K))
-        elif mode == 2:
+        elif mode == EDGES_PER_TABLE:
             edge_out = np.zeros((max(n_tasks, 1), M, K, K))
         else:
             edge_out = np.zeros((1, 0, K, K))
@@ -645,7 +654,8 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
     gap = np.where(approx, np.nan, 0.0)
     info = _report(out.n_iter, out.converged, ran, max_iter, tol, return_info, feasible,
                    ~approx, gap)
-    edge = None if mode == 0 else edge_out[0] if mode == 1 else edge_out.sum(axis=0)
+    edge = (None if mode == EDGES_NONE else edge_out[0] if mode == EDGES_EACH
+            else edge_out.sum(axis=0))
     return (node, edge, logz) + ((info,) if return_info else ())
 
 
@@ -674,14 +684,13 @@ def _marginals_chain(batch, unary, pairwise, pw_index, mask, out):
 
 
 def _marginals_tree(batch, unary, pairwise, pw_index, mask, out):
-    from ._tree import tree_batch
+    from ._tree import TreeOut, tree_batch
 
     N, K = unary.shape
-    order, parent, parent_edge, _ = batch.forest
-    tree_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
-               pw_index, order, parent, parent_edge, mask, out.chunks, False, True,
-               np.zeros(N, np.int64), out.logz, out.node, np.empty((N, K)),
-               np.empty((0, K), np.int64), out.mode, out.edge_out)
+    res = TreeOut(labels=np.zeros(N, np.int64), belief=out.node, up_msg=np.empty((N, K)),
+                  bp=np.empty((0, K), np.int64), edge_out=out.edge_out)
+    tree_batch(batch.node_offsets, batch.edges, unary, pairwise, pw_index, batch.forest, mask,
+               out.chunks, SUM_PRODUCT, BOTH_WAYS, out.mode, res, out.logz)
 
 
 def _marginals_exact(batch, unary, pairwise, pw_index, mask, out):
@@ -698,7 +707,7 @@ def _marginals_loopy(batch, unary, pairwise, pw_index, mask, out):
     S, K = batch.n_samples, unary.shape[1]
     msgs = _messages(out.messages, batch, K)
     args = (batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
-            pw_index, *batch.adjacency, mask)
+            pw_index, batch.adjacency, mask)
     it = np.zeros(S, np.int64)
     conv = _loopy.loopy_bp_batch(*args, msgs, False, out.max_iter, out.damping, out.tol, it)
     out.n_iter[mask], out.converged[mask] = it[mask], conv[mask]
@@ -722,7 +731,7 @@ def _bethe_feasible(batch, unary, pairwise, pw_index, mask, node, full, logz, ma
     infeasibility (log partition set to ``-inf``, marginals to zero).  What
     neither decides stays ``False`` and is warned about.
     """
-    from ._trws import trws_batch
+    from ._trws import TRWSOut, trws_batch
 
     S = batch.n_samples
     labels = node.argmax(axis=1) if node.size else np.zeros(0, np.int64)
@@ -731,11 +740,12 @@ def _bethe_feasible(batch, unary, pairwise, pw_index, mask, node, full, logz, ma
     if todo.any():
         labels = np.zeros(batch.n_nodes, np.int64)
         bound, score = np.zeros(S), np.zeros(S)
+        out = TRWSOut(labels=labels, bound=bound, n_iter=np.zeros(S, np.int64),
+                      converged=np.zeros(S, bool), score=score)
         trws_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
-                   pw_index, *batch.adjacency, todo, np.zeros((2 * batch.n_edges,
-                                                               unary.shape[1])),
-                   max_iter, tol, TRWS_WINDOW, False, labels, bound, np.zeros(S, np.int64),
-                   np.zeros(S, bool), score)
+                   pw_index, batch.adjacency, todo,
+                   np.zeros((2 * batch.n_edges, unary.shape[1])), max_iter, tol, TRWS_WINDOW,
+                   False, out)
         feasible |= todo & (score > -np.inf)
         dead = todo & (bound == -np.inf)
         logz[dead] = -np.inf
@@ -746,9 +756,9 @@ def _bethe_feasible(batch, unary, pairwise, pw_index, mask, node, full, logz, ma
 
 def _store_edges(mode, edge_out, full, pw_index, mask, batch):
     emask = np.repeat(mask, np.diff(batch.edge_offsets))
-    if mode == 1:
+    if mode == EDGES_EACH:
         edge_out[0][emask] = full[emask]
-    elif mode == 2:
+    elif mode == EDGES_PER_TABLE:
         np.add.at(edge_out[0], pw_index[emask], full[emask])
 
 
@@ -779,14 +789,13 @@ def max_marginals_batch(batch, unary, pairwise, pw_index=None, *, n_jobs=None):
             kernel(batch.node_offsets, batch.edge_offsets, unary, pairwise, pw_index, chain,
                    chunks, out)
         if (~chain).any():
-            from ._tree import tree_batch
+            from ._tree import TreeOut, tree_batch
 
-            order, parent, parent_edge, _ = batch.forest
-            tree_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
-                       pw_index, order, parent, parent_edge, ~chain, chunks, True, True,
-                       np.zeros(N, np.int64), np.zeros(batch.n_samples), out,
-                       np.empty((N, K)), np.zeros((N, K), np.int64), 0,
-                       np.zeros((1, 0, K, K)))
+            res = TreeOut(labels=np.zeros(N, np.int64), belief=out, up_msg=np.empty((N, K)),
+                          bp=np.zeros((N, K), np.int64), edge_out=np.zeros((1, 0, K, K)))
+            tree_batch(batch.node_offsets, batch.edges, unary, pairwise, pw_index,
+                       batch.forest, ~chain, chunks, MAX_SUM, BOTH_WAYS, EDGES_NONE, res,
+                       np.zeros(batch.n_samples))
     return out
 
 
@@ -1132,7 +1141,6 @@ def kbest(unary, edges, pairwise, k, *, pw_index=None, n_jobs=None):
                  "lower k or split the batch")
     from ._kbest import kbest_batch
 
-    order, parent, parent_edge, _ = batch.forest
     with n_threads(_jobs(batch, n_jobs)):
         chunks = batch.chunks(n_chunks())
         # each chunk's tables are sized by its largest sample; all chunks at once is the bound
@@ -1143,9 +1151,8 @@ def kbest(unary, edges, pairwise, k, *, pw_index=None, n_jobs=None):
         labels = np.full((width, batch.n_nodes), -1, np.int64)
         scores = np.full((S, width), -np.inf)
         n_found = np.zeros(S, np.int64)
-        kbest_batch(batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
-                    pw_index, order, parent, parent_edge, chunks, width, labels, scores,
-                    n_found)
+        kbest_batch(batch.node_offsets, batch.edges, unary, pairwise, pw_index, batch.forest,
+                    chunks, width, labels, scores, n_found)
     if single:
         r = int(n_found[0])
         return KBest(labels[:r], scores[0, :r])

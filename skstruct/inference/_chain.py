@@ -11,14 +11,28 @@ ranges, one ``prange`` iteration each) so the per-sample scratch is allocated
 once per chunk and summed outputs get one buffer per chunk.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import prange
 
 from .._core._jit import jit, pjit
+from ._modes import EDGES_EACH, EDGES_NONE, EDGES_PER_TABLE
 
 # Below this, a scaled forward-backward step has lost too much mass relative
 # to double precision; the chain is then redone in log space.
 _TINY = 1e-150
+
+
+class FBWork(NamedTuple):
+    """Scratch of the scaled forward-backward of one chain."""
+
+    eu: np.ndarray         # (T, K) the exponentiated unaries
+    scale: np.ndarray      # (T,) the forward pass's scales
+    beta: np.ndarray       # (K,) backward message
+    nbeta: np.ndarray      # (K,)
+    tmp: np.ndarray        # (K,)
+    xi: np.ndarray         # (K, K) an edge marginal
 
 
 @jit
@@ -192,7 +206,7 @@ def _exp_row(unary, v, erow):
 @jit
 def _write_edge(edge_mode, edge_out, c, pw_index, e, xi, scale):
     K = xi.shape[0]
-    if edge_mode == 1:
+    if edge_mode == EDGES_EACH:
         for i in range(K):
             for j in range(K):
                 edge_out[0, e, i, j] = xi[i, j] * scale
@@ -303,15 +317,15 @@ def scaled_forward(unary, n0, epair, pmax, pw_index, e0, T, eu, alpha, scale, tm
 
 
 @jit
-def _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode, edge_out, c,
-               eu, scale, beta, nbeta, tmp, xi):
+def _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode, edge_out, c, w):
     """Forward-backward in scaled probability space.
 
     Returns the log partition, or NaN as soon as some step has lost too much
     mass to be trusted; the caller then redoes the chain in log space.
-    ``eu`` is a (T, K) scratch for the exponentiated unaries, so each is
-    computed once; ``scale`` a (T,) scratch.
+    ``w`` is an :class:`FBWork`: ``w.eu`` a (T, K) scratch for the exponentiated
+    unaries, so each is computed once, ``w.scale`` a (T,) scratch.
     """
+    eu, scale, beta, nbeta, tmp, xi = w.eu, w.scale, w.beta, w.nbeta, w.tmp, w.xi
     K = unary.shape[1]
     # forward: node_out rows hold the alphas, normalised to sum 1
     logz = scaled_forward(unary, n0, epair, pmax, pw_index, e0, T, eu, node_out[n0:n0 + T],
@@ -326,7 +340,7 @@ def _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode, edg
         for j in range(K):
             tmp[j] = eu[t + 1, j] * beta[j]
         tot = 0.0
-        if edge_mode == 0:
+        if edge_mode == EDGES_NONE:
             for i in range(K):
                 acc = 0.0
                 for j in range(K):
@@ -345,7 +359,7 @@ def _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode, edg
                 tot += a * acc
         if not tot >= _TINY:
             return np.nan
-        if edge_mode != 0:
+        if edge_mode != EDGES_NONE:
             _write_edge(edge_mode, edge_out, c, pw_index, e0 + t, xi, 1.0 / tot)
         s = 0.0
         for j in range(K):
@@ -432,15 +446,15 @@ def exp_tables(pairwise):
 
 @jit
 def _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index, active,
-              lo, hi, edge_mode, node_out, edge_out, c, logz_out, use_log, eu):
+              lo, hi, edge_mode, node_out, edge_out, c, logz_out, use_log):
     """Sum-product over samples ``lo:hi``; returns whether a scaled pass failed
     after writing edge sums (which then have to be rebuilt)."""
     K = unary.shape[1]
-    beta = np.empty(K)
-    nbeta = np.empty(K)
-    tmp = np.empty(K)
-    xi = np.empty((K, K))
-    scale = np.empty(eu.shape[0])
+    tmax = 0
+    for s in range(lo, hi):
+        tmax = max(tmax, node_offsets[s + 1] - node_offsets[s])
+    w = FBWork(eu=np.empty((tmax, K)), scale=np.empty(tmax), beta=np.empty(K),
+               nbeta=np.empty(K), tmp=np.empty(K), xi=np.empty((K, K)))
     dirty = False
     for s in range(lo, hi):
         if not active[s]:
@@ -454,18 +468,18 @@ def _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index
         logz = np.nan
         if not use_log[s]:
             logz = _fb_scaled(unary, epair, pmax, pw_index, n0, e0, T, node_out, edge_mode,
-                              edge_out, c, eu, scale, beta, nbeta, tmp, xi)
+                              edge_out, c, w)
             if np.isnan(logz):
                 use_log[s] = True
-                if edge_mode == 2:
+                if edge_mode == EDGES_PER_TABLE:
                     dirty = True
                     continue
         if use_log[s]:
             logz = _fb_log(unary, pairwise, pw_index, n0, e0, T, node_out, edge_mode,
-                           edge_out, c, beta, nbeta, tmp, xi)
+                           edge_out, c, w.beta, w.nbeta, w.tmp, w.xi)
         if logz == -np.inf:
             node_out[n0:n0 + T] = 0.0
-            if edge_mode == 1:
+            if edge_mode == EDGES_EACH:
                 edge_out[0, e0:e0 + T - 1] = 0.0
         logz_out[s] = logz
     return dirty
@@ -483,24 +497,19 @@ def forward_backward_batch(node_offsets, edge_offsets, unary, pairwise, pw_index
     tied parameters needs.  An infeasible chain (every labelling scores
     ``-inf``) gets ``logz = -inf`` and all-zero marginals.
     """
-    K = unary.shape[1]
     epair, pmax = exp_tables(pairwise)
     n_samples = node_offsets.shape[0] - 1
     use_log = np.zeros(n_samples, np.bool_)
     for c in prange(chunks.shape[0] - 1):
-        tmax = 0
-        for s in range(chunks[c], chunks[c + 1]):
-            tmax = max(tmax, node_offsets[s + 1] - node_offsets[s])
-        eu = np.empty((tmax, K))
         dirty = _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index,
                           active, chunks[c], chunks[c + 1], edge_mode, node_out, edge_out, c,
-                          logz_out, use_log, eu)
+                          logz_out, use_log)
         if dirty:
             # rare: rebuild this chunk's sums, the failed chains now in log space
             edge_out[c] = 0.0
             _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index,
                       active, chunks[c], chunks[c + 1], edge_mode, node_out, edge_out, c,
-                      logz_out, use_log, eu)
+                      logz_out, use_log)
 
 
 @jit

@@ -16,13 +16,14 @@ from .._core._jit import pjit
 
 
 @pjit
-def icm_batch(node_offsets, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr,
-              adj_side, mask, chunks, max_iter, labels, n_iter, converged):
+def icm_batch(node_offsets, unary, pairwise, pw_index, adj, mask, chunks, max_iter, labels,
+              n_iter, converged):
     """ICM on every sample of ``mask``: labels into ``labels`` (N,), sweeps run into
     ``n_iter`` and whether a sweep changed nothing into ``converged`` (S,).
 
-    The adjacency is :func:`skstruct._core._graph.build_adjacency`'s.
+    ``adj`` is the batch's :class:`~skstruct._core._graph.Adjacency`.
     """
+    adj_offsets, adj_edge, adj_nbr, adj_side = adj.offsets, adj.edge, adj.nbr, adj.side
     K = unary.shape[1]
     for c in prange(chunks.shape[0] - 1):
         score = np.empty(K)
@@ -73,7 +74,7 @@ def run_map(batch, unary, pairwise, pw_index, mask, labels, bound, options):
     S = batch.n_samples
     n_iter = np.zeros(S, np.int64)
     converged = np.zeros(S, bool)
-    icm_batch(batch.node_offsets, options.augmented, pairwise, pw_index, *batch.adjacency,
-              mask, batch.chunks(n_chunks()), options.max_iter, labels, n_iter, converged)
+    icm_batch(batch.node_offsets, options.augmented, pairwise, pw_index, batch.adjacency, mask,
+              batch.chunks(n_chunks()), options.max_iter, labels, n_iter, converged)
     bound[mask] = np.inf
     return n_iter, converged

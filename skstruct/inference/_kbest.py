@@ -38,6 +38,8 @@ entry ``r`` of the parent's list right after ``i`` was merged.  Roots use
 ``x_p = 0`` (the super-root's one label).
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import prange
 
@@ -111,19 +113,39 @@ def _merge(A, na, B, nb, k, out, ptr, pos):
     return n
 
 
+class KBestWork(NamedTuple):
+    """Scratch of :func:`kbest_one`: the first five indexed by local node."""
+
+    L: np.ndarray          # (n, K, k) the k best scores below each node and label
+    Ln: np.ndarray         # (n, K) int64 how many there are
+    msg: np.ndarray        # (n, K, k) int64 the messages' back-pointers
+    stage: np.ndarray      # (n, K, k) int64 the merges' back-pointers
+    cur: np.ndarray        # (n,) int64 the rank each node is decoded at
+    mval: np.ndarray       # (k,) a message's scores
+    mptr: np.ndarray       # (k,) int64 and back-pointers
+    tmp: np.ndarray        # (k,) a merge's scores
+    tptr: np.ndarray       # (k,) int64 and back-pointers
+    pos: np.ndarray        # (k,) int64
+    head: np.ndarray       # (K,) int64
+    zero: np.ndarray       # (K, 1) zeros: the super-root's table
+    root: np.ndarray       # (k,) the super-root's scores
+
+
 @jit
-def kbest_one(n0, n1, edges, unary, pairwise, pw_index, order, parent, parent_edge, k,
-              L, Ln, msg, stage, cur, mval, mptr, tmp, tptr, pos, head, zero, root,
-              labels, scores, out_row):
+def kbest_one(n0, n1, edges, unary, pairwise, pw_index, forest, k, w, labels, scores,
+              out_row):
     """The k best labellings of one forest sample (nodes ``n0:n1``).
 
     Writes the ``j``-th best labelling of the sample to ``labels[j, n0:n1]``
     and its score to ``scores[out_row, j]``; returns how many exist (at most
-    ``k``).  ``L``, ``Ln``, ``msg``, ``stage``, ``cur`` are indexed by local
-    node and need room for ``n1 - n0`` nodes; the rest is (k,) or (K,)
-    scratch, ``zero`` a (K, 1) table of zeros, ``root`` (k,).
+    ``k``).  ``forest`` is the batch's :class:`~skstruct._core._graph.Forest`, ``w``
+    a :class:`KBestWork` with room for ``n1 - n0`` nodes.
     """
     K = unary.shape[1]
+    order, parent, parent_edge = forest.order, forest.parent, forest.parent_edge
+    L, Ln, msg, stage, cur = w.L, w.Ln, w.msg, w.stage, w.cur
+    mval, mptr, tmp, tptr, pos = w.mval, w.mptr, w.tmp, w.tptr, w.pos
+    head, zero, root = w.head, w.zero, w.root
     for v in range(n0, n1):
         i = v - n0
         for x in range(K):
@@ -189,15 +211,16 @@ def kbest_one(n0, n1, edges, unary, pairwise, pw_index, order, parent, parent_ed
 
 
 @pjit
-def kbest_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, order, parent,
-                parent_edge, chunks, k, labels, scores, n_found):
+def kbest_batch(node_offsets, edges, unary, pairwise, pw_index, forest, chunks, k, labels,
+                scores, n_found):
     """The k best labellings of every forest sample of a packed batch.
 
     Parameters
     ----------
-    node_offsets, edge_offsets, edges, unary, pairwise, pw_index : the packed
+    node_offsets, edges, unary, pairwise, pw_index : the packed
         batch and its scores (see :mod:`skstruct._core._graph`).
-    order, parent, parent_edge : the batch's forest ordering (``forest_order``).
+    forest : Forest
+        The batch's forest ordering (``GraphBatch.forest``).
     chunks : int64 (n_tasks + 1,)
         Sample ranges, one ``prange`` iteration each; the DP tables are
         allocated per chunk for its largest sample, so memory follows the
@@ -219,21 +242,12 @@ def kbest_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, or
         n_max = 0
         for s in range(s0, s1):
             n_max = max(n_max, node_offsets[s + 1] - node_offsets[s])
-        L = np.empty((n_max, K, k))
-        Ln = np.empty((n_max, K), np.int64)
-        msg = np.empty((n_max, K, k), np.int64)
-        stage = np.empty((n_max, K, k), np.int64)
-        cur = np.empty(n_max, np.int64)
-        mval = np.empty(k)
-        mptr = np.empty(k, np.int64)
-        tmp = np.empty(k)
-        tptr = np.empty(k, np.int64)
-        pos = np.empty(k, np.int64)
-        head = np.empty(K, np.int64)
-        zero = np.zeros((K, 1))
-        root = np.empty(k)
+        w = KBestWork(L=np.empty((n_max, K, k)), Ln=np.empty((n_max, K), np.int64),
+                      msg=np.empty((n_max, K, k), np.int64),
+                      stage=np.empty((n_max, K, k), np.int64), cur=np.empty(n_max, np.int64),
+                      mval=np.empty(k), mptr=np.empty(k, np.int64), tmp=np.empty(k),
+                      tptr=np.empty(k, np.int64), pos=np.empty(k, np.int64),
+                      head=np.empty(K, np.int64), zero=np.zeros((K, 1)), root=np.empty(k))
         for s in range(s0, s1):
             n_found[s] = kbest_one(node_offsets[s], node_offsets[s + 1], edges, unary,
-                                   pairwise, pw_index, order, parent, parent_edge, k, L, Ln,
-                                   msg, stage, cur, mval, mptr, tmp, tptr, pos, head, zero,
-                                   root, labels, scores, s)
+                                   pairwise, pw_index, forest, k, w, labels, scores, s)

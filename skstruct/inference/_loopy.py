@@ -178,9 +178,8 @@ def _sweep(e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_
 
 
 @pjit
-def loopy_bp_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
-                   adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
-                   use_max, max_iter, damping, tol, n_iter_out):
+def loopy_bp_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
+                   messages, use_max, max_iter, damping, tol, n_iter_out):
     """Damped loopy belief propagation in log space, messages updated in place.
 
     Parameters
@@ -195,8 +194,9 @@ def loopy_bp_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
         Edge log-potential tables.
     pw_index : int64 ndarray of shape (E,)
         Table used by each edge.
-    adj_offsets, adj_edge, adj_nbr, adj_side : int64 ndarray
-        Adjacency from :func:`~skstruct.inference._graph.build_adjacency`.
+    adj : Adjacency
+        The batch's adjacency (``GraphBatch.adjacency``, see
+        :func:`~skstruct._core._graph.build_adjacency`).
     active : bool ndarray of shape (S,)
         Samples to process; the others are left untouched.
     messages : float64 ndarray of shape (2 E, K)
@@ -229,6 +229,7 @@ def loopy_bp_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
     (sum-product); an all ``-inf`` message, which signals an infeasible
     sample, is left as is.
     """
+    adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
     n_samples = node_offsets.shape[0] - 1
     n_labels = unary.shape[1]
     converged = np.zeros(n_samples, np.bool_)
@@ -267,17 +268,17 @@ def _plogp_energy(prob, logp, theta):
 
 
 @pjit
-def bp_beliefs_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
-                     adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
-                     node_out, edge_out, logz_out):
+def bp_beliefs_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
+                     messages, node_out, edge_out, logz_out):
     """Node and edge beliefs and the Bethe log partition from sum-product messages.
 
     Parameters
     ----------
     node_offsets, edge_offsets, edges, unary, pairwise, pw_index : ndarray
         The batch, as in :func:`loopy_bp_batch`.
-    adj_offsets, adj_edge, adj_nbr, adj_side : int64 ndarray
-        Adjacency from :func:`~skstruct.inference._graph.build_adjacency`.
+    adj : Adjacency
+        The batch's adjacency (``GraphBatch.adjacency``, see
+        :func:`~skstruct._core._graph.build_adjacency`).
     active : bool ndarray of shape (S,)
         Samples to process; the others are left untouched.
     messages : float64 ndarray of shape (2 E, K)
@@ -298,6 +299,7 @@ def bp_beliefs_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_inde
     all ``-inf`` belief is infeasible: its beliefs are set to 0 and its log
     partition to ``-inf``.  A sample with no nodes has log partition 0.
     """
+    adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
     n_samples = node_offsets.shape[0] - 1
     n_labels = unary.shape[1]
     for s in prange(n_samples):
@@ -373,9 +375,8 @@ def bp_beliefs_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_inde
 
 
 @pjit
-def max_beliefs_decode_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
-                             adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
-                             labels_out):
+def max_beliefs_decode_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj,
+                             active, messages, labels_out):
     """Label every node by the argmax of its max-product belief.
 
     Parameters
@@ -383,8 +384,9 @@ def max_beliefs_decode_batch(node_offsets, edge_offsets, edges, unary, pairwise,
     node_offsets, edge_offsets, edges, unary, pairwise, pw_index : ndarray
         The batch, as in :func:`loopy_bp_batch` (only ``node_offsets`` and
         ``unary`` are read; the rest keeps the kernel signatures uniform).
-    adj_offsets, adj_edge, adj_nbr, adj_side : int64 ndarray
-        Adjacency from :func:`~skstruct.inference._graph.build_adjacency`.
+    adj : Adjacency
+        The batch's adjacency (``GraphBatch.adjacency``, see
+        :func:`~skstruct._core._graph.build_adjacency`).
     active : bool ndarray of shape (S,)
         Samples to process; the others are left untouched.
     messages : float64 ndarray of shape (2 E, K)
@@ -398,6 +400,7 @@ def max_beliefs_decode_batch(node_offsets, edge_offsets, edges, unary, pairwise,
     On a forest with a unique optimum the result is the MAP labelling.  With
     ties between optima the per-node argmaxes may mix different optima.
     """
+    adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
     n_samples = node_offsets.shape[0] - 1
     n_labels = unary.shape[1]
     for s in prange(n_samples):
@@ -422,14 +425,15 @@ def _decode_beliefs(n0, n1, unary, adj_offsets, adj_edge, adj_side, messages, h,
 
 
 @jit
-def _keep_best(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_edge,
-               adj_nbr, adj_side, messages, h, cand, best, labels_out):
+def _keep_best(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj, messages, h, cand, best,
+               labels_out):
     """Decode one sample two ways, keep a strictly better labelling; the best score.
 
     The belief argmax is max-product's own decoding; the sequential decoding
     (conditioning each node on its already labelled neighbours) breaks ties
     between optima consistently, which the independent argmaxes cannot.
     """
+    adj_offsets, adj_edge, adj_nbr, adj_side = adj.offsets, adj.edge, adj.nbr, adj.side
     for way in range(2):
         if way == 0:
             _decode_beliefs(n0, n1, unary, adj_offsets, adj_edge, adj_side, messages, h, cand)
@@ -453,9 +457,8 @@ def _adopt(n0, n1, e0, e1, edges, unary, pairwise, pw_index, cand, best, labels_
 
 
 @pjit
-def max_product_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
-                      adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
-                      max_iter, damping, tol, labels_out, score_out, n_iter_out):
+def max_product_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
+                      messages, max_iter, damping, tol, labels_out, score_out, n_iter_out):
     """Loopy max-product that keeps the best labelling it has seen.
 
     Runs the sweeps of :func:`loopy_bp_batch` with ``use_max=True`` and, from
@@ -481,6 +484,7 @@ def max_product_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_ind
     converged : bool ndarray of shape (S,)
         As in :func:`loopy_bp_batch`.
     """
+    adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
     n_samples = node_offsets.shape[0] - 1
     n_labels = unary.shape[1]
     converged = np.zeros(n_samples, np.bool_)
@@ -498,8 +502,8 @@ def max_product_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_ind
         best = NEG_INF
         for v in range(n0, n1):
             labels_out[v] = 0
-        best = _keep_best(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets,
-                          adj_edge, adj_nbr, adj_side, messages, h, cand, best, labels_out)
+        best = _keep_best(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj, messages, h,
+                          cand, best, labels_out)
         n_iter_out[s] = 0
         if e1 == e0:
             converged[s] = True
@@ -508,9 +512,8 @@ def max_product_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_ind
                 delta = _sweep(e0, e1, edges, unary, pairwise, pw_index, adj_offsets,
                                adj_edge, adj_side, messages, True, damping, h, msg, acc)
                 n_iter_out[s] = it + 1
-                best = _keep_best(n0, n1, e0, e1, edges, unary, pairwise, pw_index,
-                                  adj_offsets, adj_edge, adj_nbr, adj_side, messages, h, cand,
-                                  best, labels_out)
+                best = _keep_best(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj,
+                                  messages, h, cand, best, labels_out)
                 if delta < tol:
                     converged[s] = True
                     break

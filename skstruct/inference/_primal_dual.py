@@ -37,10 +37,25 @@ number); ``c_v + sum_{a in N(v)} c_a`` must be positive at every node with
 an edge.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import prange
 
 from .._core._jit import jit, pjit
+
+# the node orders of pd_sweeps
+BACK_AND_FORTH = 0     # every sweep in index order and back
+FORWARD_FIRST = 1      # one direction per sweep, alternating, index order first
+BACKWARD_FIRST = -1    # the same, reversed order first
+
+
+class Counting(NamedTuple):
+    """The counting numbers and the temperature of the program."""
+
+    node: np.ndarray       # (N,) c_v
+    edge: np.ndarray       # (E,) c_a
+    eps: float             # the temperature
 
 
 @jit
@@ -164,11 +179,11 @@ def pd_sweeps(node_offsets, adj_offsets, adj_edge, adj_side, theta_v, pairwise, 
     """``n_sweeps`` sweeps of Lemma 1 over the nodes of every sample, in place
     on ``lam`` (2E, K); parallel over the sample ranges ``chunks``.
 
-    ``direction`` 0: every sweep visits the nodes in index order and back,
-    which carries information both ways along a chain or tree in one sweep,
-    as forward-backward does; 1 (or -1): one direction per sweep,
-    alternating, the first in index order (or reversed), half the work per
-    sweep for loopy graphs, where no single sweep converges anyway.
+    ``direction`` ``BACK_AND_FORTH``: every sweep visits the nodes in index order and
+    back, which carries information both ways along a chain or tree in one sweep, as
+    forward-backward does; ``FORWARD_FIRST`` (or ``BACKWARD_FIRST``): one direction per
+    sweep, alternating, the first in index order (or reversed), half the work per sweep
+    for loopy graphs, where no single sweep converges anyway.
     """
     K = theta_v.shape[1]
     for c in prange(chunks.shape[0] - 1):
@@ -176,8 +191,8 @@ def pd_sweeps(node_offsets, adj_offsets, adj_edge, adj_side, theta_v, pairwise, 
         tot = np.empty(K)
         buf = np.empty(K)
         for it in range(n_sweeps):
-            up = direction == 0 or (it % 2 == 0) == (direction > 0)
-            down = direction == 0 or not up
+            up = direction == BACK_AND_FORTH or (it % 2 == 0) == (direction == FORWARD_FIRST)
+            down = direction == BACK_AND_FORTH or not up
             for s in range(chunks[c], chunks[c + 1]):
                 n0 = node_offsets[s]
                 n1 = node_offsets[s + 1]
@@ -192,13 +207,15 @@ def pd_sweeps(node_offsets, adj_offsets, adj_edge, adj_side, theta_v, pairwise, 
 
 
 @pjit
-def pd_objective(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_side, theta_v,
-                 pairwise, pw_index, c_node, c_edge, eps, lam, chunks, terms, node_beliefs,
-                 edge_beliefs, want_beliefs):
+def pd_objective(node_offsets, edge_offsets, edges, adj, theta_v, pairwise, pw_index, counting,
+                 lam, chunks, terms, node_beliefs, edge_beliefs, want_beliefs):
     """Per-sample objective ``terms[s]`` (the two sums of ``F``) at messages
     ``lam``; with ``want_beliefs`` also the node beliefs (N, K) and the edge
-    beliefs (E, K, K), the partial derivatives of ``F``."""
+    beliefs (E, K, K), the partial derivatives of ``F``.  ``adj`` is the batch's
+    :class:`~skstruct._core._graph.Adjacency`, ``counting`` a :class:`Counting`."""
     K = theta_v.shape[1]
+    adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
+    c_node, c_edge, eps = counting.node, counting.edge, counting.eps
     for c in prange(chunks.shape[0] - 1):
         x = np.empty(K)
         xe = np.empty(K * K)
@@ -254,10 +271,11 @@ def pd_objective(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_s
 
 
 @jit
-def _node_belief(v, x, K, t, eps, c_node, c_edge, adj_offsets, adj_edge, adj_side, pairwise,
-                 pw_index, lam, out, xe, be):
+def _node_belief(v, x, K, t, counting, adj, pairwise, pw_index, lam, out, xe, be):
     """Node ``v``'s term (returned) and belief (``out``), with the belief of a
     ``c_v = 0`` node taken from its first smooth edge (see pd_objective)."""
+    adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
+    c_node, c_edge, eps = counting.node, counting.edge, counting.eps
     val = _soft_belief(x, K, t, out)
     if eps > 0.0 and c_node[v] == 0.0:
         for p in range(adj_offsets[v], adj_offsets[v + 1]):

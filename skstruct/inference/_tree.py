@@ -8,10 +8,40 @@ Subtracting a message from a belief uses :func:`_sub`, which treats
 labelling through that parent label is infeasible anyway.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import prange
 
 from .._core._jit import jit, pjit
+from ._modes import EDGES_EACH, EDGES_NONE
+
+
+class TreeOut(NamedTuple):
+    """What the tree kernels write, per node (global index) unless said."""
+
+    labels: np.ndarray    # (N,) int64: the argmax labelling (max-sum)
+    belief: np.ndarray    # (N, K): beliefs, then (max-)marginals after a downward pass
+    up_msg: np.ndarray    # (N, K): the message each node sends its parent
+    bp: np.ndarray        # (N, K) int64: backpointers (max-sum; (0, K) otherwise)
+    edge_out: np.ndarray  # (C, E or M, K, K): edge marginals (see the edge modes)
+
+
+class TreeWork(NamedTuple):
+    """Per-thread scratch of :func:`tree_one`."""
+
+    arg: np.ndarray       # (K,) int64
+    scratch: np.ndarray   # (K,)
+    down: np.ndarray      # (K,)
+    excl: np.ndarray      # (K,)
+    xi: np.ndarray        # (K, K)
+
+
+@jit
+def tree_work(K):
+    """Fresh :class:`TreeWork` for ``K`` labels."""
+    return TreeWork(arg=np.empty(K, np.int64), scratch=np.empty(K), down=np.empty(K),
+                    excl=np.empty(K), xi=np.empty((K, K)))
 
 
 @jit
@@ -91,16 +121,20 @@ def _edge_marginal(pairwise, pw_index, edges, e, v, bv, bp_excl, xi):
 
 
 @jit
-def tree_one(n0, n1, edges, unary, pairwise, pw_index, order, parent, parent_edge,
-             use_max, full, labels, belief, up_msg, bp, edge_mode, edge_out, c, arg,
-             scratch, down, excl, xi):
+def tree_one(n0, n1, edges, unary, pairwise, pw_index, forest, use_max, full, edge_mode, out,
+             c, work):
     """Exact inference on one forest sample (nodes ``n0:n1``); see :func:`tree_batch`.
 
-    ``arg`` (K,) int64 and ``scratch``, ``down``, ``excl`` (K,), ``xi`` (K, K)
-    are scratch arrays; ``c`` is the row of ``edge_out`` summed into in
-    ``edge_mode`` 2.  Returns the max score (``use_max``) or log partition.
+    ``forest`` is the batch's :class:`~skstruct._core._graph.Forest`, ``out`` a
+    :class:`TreeOut`, ``work`` a :class:`TreeWork`; ``c`` is the row of ``out.edge_out``
+    summed into with ``EDGES_PER_TABLE``.  Returns the max score (``use_max``) or log
+    partition.
     """
     K = unary.shape[1]
+    order, parent, parent_edge = forest.order, forest.parent, forest.parent_edge
+    labels, belief, up_msg, bp, edge_out = (out.labels, out.belief, out.up_msg, out.bp,
+                                            out.edge_out)
+    arg, scratch, down, excl, xi = work.arg, work.scratch, work.down, work.excl, work.xi
     for v in range(n0, n1):
         for k in range(K):
             belief[v, k] = unary[v, k]
@@ -145,9 +179,9 @@ def tree_one(n0, n1, edges, unary, pairwise, pw_index, order, parent, parent_edg
         for k in range(K):
             excl[k] = _sub(belief[p, k], up_msg[v, k])
         _send(pairwise, pw_index, edges, e, p, excl, use_max, down, arg, scratch)
-        if not use_max and edge_mode != 0 and total > -np.inf:
+        if not use_max and edge_mode != EDGES_NONE and total > -np.inf:
             _edge_marginal(pairwise, pw_index, edges, e, v, belief[v], excl, xi)
-            if edge_mode == 1:
+            if edge_mode == EDGES_EACH:
                 edge_out[0, e] = xi
             else:
                 edge_out[c, pw_index[e]] += xi
@@ -174,33 +208,29 @@ def tree_one(n0, n1, edges, unary, pairwise, pw_index, order, parent, parent_edg
 
 
 @pjit
-def tree_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, order, parent,
-               parent_edge, active, chunks, use_max, full, labels, value_out, belief,
-               up_msg, bp, edge_mode, edge_out):
+def tree_batch(node_offsets, edges, unary, pairwise, pw_index, forest, active, chunks, use_max,
+               full, edge_mode, out, value_out):
     """Exact inference on every active forest sample.
 
-    Upward pass: ``belief[v]`` = unary plus messages from the children,
-    ``up_msg[v]`` the message ``v`` sends its parent.  With ``use_max`` this
-    is max-sum: ``value_out[s]`` is the best score and ``labels`` the argmax
-    (backpointers in ``bp``, (N, K) int64).  Otherwise ``value_out[s]`` is the
-    log partition.  With ``full`` a downward pass follows and ``belief`` ends
-    as the max-marginals (max) or the node marginals (sum, normalised; all
-    zero when the sample is infeasible).  In sum mode ``edge_mode`` 1 writes
-    every edge marginal into ``edge_out[0, e]``, 2 sums them into
-    ``edge_out[chunk, pw_index[e]]`` (see ``forward_backward_batch``).
+    Upward pass: ``out.belief[v]`` = unary plus messages from the children,
+    ``out.up_msg[v]`` the message ``v`` sends its parent.  With ``use_max`` (``MAX_SUM``)
+    this is max-sum: ``value_out[s]`` is the best score and ``out.labels`` the argmax
+    (backpointers in ``out.bp``, (N, K) int64).  Otherwise (``SUM_PRODUCT``)
+    ``value_out[s]`` is the log partition.  With ``full`` (``BOTH_WAYS``) a downward pass
+    follows and ``out.belief`` ends as the max-marginals (max) or the node marginals (sum,
+    normalised; all zero when the sample is infeasible).  In sum mode ``edge_mode``
+    ``EDGES_EACH`` writes every edge marginal into ``out.edge_out[0, e]``,
+    ``EDGES_PER_TABLE`` sums them into ``out.edge_out[chunk, pw_index[e]]`` (see
+    ``forward_backward_batch``).  ``forest`` is the batch's
+    :class:`~skstruct._core._graph.Forest`, ``out`` a :class:`TreeOut`.
     """
     K = unary.shape[1]
     for c in prange(chunks.shape[0] - 1):
-        arg = np.empty(K, np.int64)
-        scratch = np.empty(K)
-        down = np.empty(K)
-        excl = np.empty(K)
-        xi = np.empty((K, K))
+        work = tree_work(K)
         for s in range(chunks[c], chunks[c + 1]):
             if not active[s]:
                 continue
             n0 = node_offsets[s]
             n1 = node_offsets[s + 1]
-            value_out[s] = tree_one(n0, n1, edges, unary, pairwise, pw_index, order, parent,
-                                    parent_edge, use_max, full, labels, belief, up_msg, bp,
-                                    edge_mode, edge_out, c, arg, scratch, down, excl, xi)
+            value_out[s] = tree_one(n0, n1, edges, unary, pairwise, pw_index, forest, use_max,
+                                    full, edge_mode, out, c, work)

@@ -27,6 +27,8 @@ from them (a ``-inf`` arises only by arc-consistency style propagation of
 ``-inf`` potentials).
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import prange
 
@@ -35,6 +37,26 @@ from ._exact import _sample_score
 from ._loopy import _adopt, _decode, _gather, _maxplus
 
 NEG_INF = -np.inf
+
+
+class ChainOrder(NamedTuple):
+    """A sample's decomposition into monotonic chains (see :func:`_chain_structure`)."""
+
+    n_lo: np.ndarray       # (n,) int64 lower neighbours of each node
+    n_hi: np.ndarray       # (n,) int64 higher neighbours
+    hi_pos: np.ndarray     # adjacency positions of each node's higher edges, by slot
+    lo_rank: np.ndarray    # the chain slot each edge continues at its higher end
+    gamma: np.ndarray      # (n,) each node's share of its potential per chain
+
+
+class TRWSOut(NamedTuple):
+    """What :func:`trws_batch` writes."""
+
+    labels: np.ndarray     # (N,) int64 the best labelling decoded
+    bound: np.ndarray      # (S,) the best upper bound
+    n_iter: np.ndarray     # (S,) int64 iterations run
+    converged: np.ndarray  # (S,) bool a stopping rule was met
+    score: np.ndarray      # (S,) the labelling's score
 
 
 @jit
@@ -136,19 +158,21 @@ def _chain_structure(n0, n1, e0, e1, adj_offsets, adj_edge, adj_nbr, adj_side):
     gamma = np.empty(n)
     for lv in range(n):
         gamma[lv] = 1.0 / max(n_lo[lv], n_hi[lv], 1)
-    return n_lo, n_hi, hi_pos, lo_rank, gamma
+    return ChainOrder(n_lo=n_lo, n_hi=n_hi, hi_pos=hi_pos, lo_rank=lo_rank, gamma=gamma)
 
 
 @jit
-def _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank, a0,
-                 adj_offsets, adj_edge, adj_nbr, adj_side, pairwise, pw_index, messages,
-                 f, g, f2):
+def _chain_bound(n0, n1, theta_hat, chains, a0, adj, pairwise, pw_index, messages, f, g, f2):
     """Sum over the monotonic chains of the chain maximum (the TRW bound).
 
-    ``theta_hat`` is ``(n, K)`` for the sample's nodes.  Each chain starts at
-    a node ``v`` with chain slot ``i >= n_lo[v]`` (no lower edge feeds it) and
-    follows slot ``i`` through successive higher edges.
+    ``theta_hat`` is ``(n, K)`` for the sample's nodes, ``chains`` the sample's
+    :class:`ChainOrder`.  Each chain starts at a node ``v`` with chain slot ``i >=
+    n_lo[v]`` (no lower edge feeds it) and follows slot ``i`` through successive higher
+    edges.
     """
+    adj_offsets, adj_edge, adj_nbr, adj_side = adj.offsets, adj.edge, adj.nbr, adj.side
+    n_lo, n_hi, hi_pos, lo_rank, gamma = (chains.n_lo, chains.n_hi, chains.hi_pos,
+                                          chains.lo_rank, chains.gamma)
     n_labels = theta_hat.shape[1]
     bound = 0.0
     for v in range(n0, n1):
@@ -192,14 +216,15 @@ def _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank, a0,
 
 
 @jit
-def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_edge,
-             adj_nbr, adj_side, messages, max_iter, tol, window, relative, labels_out):
+def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj, messages, max_iter, tol,
+             window, relative, labels_out):
     """TRW-S on one sample (nodes ``n0:n1``, edges ``e0:e1``); see :func:`trws_batch`.
 
     Returns ``(bound, n_iter, converged, score)``: the best bound, the
     iterations run, whether a stopping rule was met, and the score of the
     labelling written to ``labels_out``.
     """
+    adj_offsets, adj_edge, adj_nbr, adj_side = adj.offsets, adj.edge, adj.nbr, adj.side
     n_labels = unary.shape[1]
     n = n1 - n0
     if n == 0:
@@ -208,8 +233,7 @@ def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_
     history = np.empty(window)
     n_done = 0
     a0 = adj_offsets[n0]
-    n_lo, n_hi, hi_pos, lo_rank, gamma = _chain_structure(n0, n1, e0, e1, adj_offsets,
-                                                          adj_edge, adj_nbr, adj_side)
+    chains = _chain_structure(n0, n1, e0, e1, adj_offsets, adj_edge, adj_nbr, adj_side)
 
     theta_hat = np.empty((n, n_labels))
     h = np.empty(n_labels)
@@ -221,9 +245,8 @@ def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_
 
     for v in range(n0, n1):
         _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, theta_hat[v - n0])
-    bound = _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank, a0,
-                         adj_offsets, adj_edge, adj_nbr, adj_side, pairwise, pw_index,
-                         messages, f, h, f2)
+    bound = _chain_bound(n0, n1, theta_hat, chains, a0, adj, pairwise, pw_index, messages, f,
+                         h, f2)
     best_bound = bound
     _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side,
             messages, labels, cand)
@@ -240,7 +263,7 @@ def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_
             _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, th)
             for p in range(adj_offsets[v], adj_offsets[v + 1]):
                 if adj_nbr[p] > v:
-                    _send(v, p, gamma[v - n0], th, adj_edge, adj_side, pairwise,
+                    _send(v, p, chains.gamma[v - n0], th, adj_edge, adj_side, pairwise,
                           pw_index, messages, h, out)
         # in the backward pass the messages into v are final once v is
         # visited, so theta_hat is left ready for the bound
@@ -249,12 +272,11 @@ def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_
             _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, th)
             for p in range(adj_offsets[v], adj_offsets[v + 1]):
                 if adj_nbr[p] < v:
-                    _send(v, p, gamma[v - n0], th, adj_edge, adj_side, pairwise,
+                    _send(v, p, chains.gamma[v - n0], th, adj_edge, adj_side, pairwise,
                           pw_index, messages, h, out)
         n_done = it + 1
-        new_bound = _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank,
-                                 a0, adj_offsets, adj_edge, adj_nbr, adj_side, pairwise,
-                                 pw_index, messages, f, h, f2)
+        new_bound = _chain_bound(n0, n1, theta_hat, chains, a0, adj, pairwise, pw_index,
+                                 messages, f, h, f2)
         best_bound = min(best_bound, new_bound)
         _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr,
                 adj_side, messages, labels, cand)
@@ -277,10 +299,8 @@ def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_
 
 
 @pjit
-def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
-               adj_offsets, adj_edge, adj_nbr, adj_side, active, messages,
-               max_iter, tol, window, relative, labels_out, bound_out, n_iter_out, converged_out,
-               score_out):
+def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
+               messages, max_iter, tol, window, relative, out):
     """TRW-S max-sum inference: labelling, upper bound, messages in place.
 
     Parameters
@@ -295,8 +315,9 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
         Edge score tables.
     pw_index : int64 ndarray of shape (E,)
         Table used by each edge.
-    adj_offsets, adj_edge, adj_nbr, adj_side : int64 ndarray
-        Adjacency from :func:`~skstruct.inference._graph.build_adjacency`.
+    adj : Adjacency
+        The batch's adjacency (``GraphBatch.adjacency``, see
+        :func:`~skstruct._core._graph.build_adjacency`).
     active : bool ndarray of shape (S,)
         Samples to process; the others are left untouched.
     messages : float64 ndarray of shape (2 E, K)
@@ -319,20 +340,16 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
         Judge a stall against ``tol * max(1, |bound|)`` instead of ``tol``.
         A relative stall test stops a grid of 10^5 nodes, whose bound is in
         the millions, while its gap is still in the hundreds.
-    labels_out : int64 ndarray of shape (N,)
-        Written with the best-scoring labelling decoded so far (decoding is
-        done from the initial messages and after every iteration).
-    bound_out : float64 ndarray of shape (S,)
-        Written with an upper bound on each sample's maximum score: the
-        smallest chain-decomposition bound met (initial messages included).
-        ``-inf`` proves infeasibility; 0 for an empty sample.
-    n_iter_out : int64 ndarray of shape (S,)
-        Written with the number of iterations performed by each sample.
-    converged_out : bool ndarray of shape (S,)
-        Written with whether a stopping rule was met within ``max_iter``.
-    score_out : float64 ndarray of shape (S,)
-        Written with the score of the labelling in ``labels_out`` (``-inf``
-        when no labelling found satisfies the hard constraints).
+    out : TRWSOut
+        Written: ``out.labels`` int64 (N,) the best-scoring labelling decoded so far
+        (decoding is done from the initial messages and after every iteration);
+        ``out.bound`` float64 (S,) an upper bound on each sample's maximum score, the
+        smallest chain-decomposition bound met (initial messages included; ``-inf``
+        proves infeasibility; 0 for an empty sample); ``out.n_iter`` int64 (S,) the
+        iterations performed by each sample; ``out.converged`` bool (S,) whether a
+        stopping rule was met within ``max_iter``; ``out.score`` float64 (S,) the score
+        of the labelling in ``out.labels`` (``-inf`` when no labelling found satisfies
+        the hard constraints).
 
     Notes
     -----
@@ -345,15 +362,25 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
     for s in prange(n_samples):
         if not active[s]:
             continue
-        bound_out[s], n_iter_out[s], converged_out[s], score_out[s] = trws_one(
-            node_offsets[s], node_offsets[s + 1], edge_offsets[s], edge_offsets[s + 1], edges,
-            unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side, messages,
-            max_iter, tol, window, relative, labels_out)
+        # written by a compiled helper: a parallel loop loses writes made through a named
+        # tuple's fields in its own body
+        _store(out, s, trws_one(node_offsets[s], node_offsets[s + 1], edge_offsets[s],
+                                edge_offsets[s + 1], edges, unary, pairwise, pw_index, adj,
+                                messages, max_iter, tol, window, relative, out.labels))
+
+
+@jit
+def _store(out, s, res):
+    """Sample ``s``'s results ``(bound, n_iter, converged, score)`` into ``out``."""
+    out.bound[s] = res[0]
+    out.n_iter[s] = res[1]
+    out.converged[s] = res[2]
+    out.score[s] = res[3]
 
 
 @pjit
-def dual_bound_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
-                     adj_offsets, adj_edge, adj_nbr, adj_side, active, messages, bound_out):
+def dual_bound_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
+                     messages, bound_out):
     """Monotonic-chain upper bound on each sample's max score for given messages.
 
     The bound :func:`trws_batch` reports, evaluated once for ``messages``
@@ -364,6 +391,7 @@ def dual_bound_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_inde
     labelling uses, which holds for messages computed by max-product BP or
     TRW-S from zeros.
     """
+    adj_offsets, adj_edge, adj_nbr, adj_side = adj.offsets, adj.edge, adj.nbr, adj.side
     n_samples = node_offsets.shape[0] - 1
     n_labels = unary.shape[1]
     for s in prange(n_samples):
@@ -375,15 +403,13 @@ def dual_bound_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_inde
         if n == 0:
             bound_out[s] = 0.0
             continue
-        n_lo, n_hi, hi_pos, lo_rank, gamma = _chain_structure(
-            n0, n1, edge_offsets[s], edge_offsets[s + 1], adj_offsets, adj_edge, adj_nbr,
-            adj_side)
+        chains = _chain_structure(n0, n1, edge_offsets[s], edge_offsets[s + 1], adj_offsets,
+                                  adj_edge, adj_nbr, adj_side)
         theta_hat = np.empty((n, n_labels))
         for v in range(n0, n1):
             _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, theta_hat[v - n0])
         f = np.empty(n_labels)
         g = np.empty(n_labels)
         f2 = np.empty(n_labels)
-        bound_out[s] = _chain_bound(n0, n1, theta_hat, gamma, n_lo, n_hi, hi_pos, lo_rank,
-                                    adj_offsets[n0], adj_offsets, adj_edge, adj_nbr, adj_side,
-                                    pairwise, pw_index, messages, f, g, f2)
+        bound_out[s] = _chain_bound(n0, n1, theta_hat, chains, adj_offsets[n0], adj, pairwise,
+                                    pw_index, messages, f, g, f2)

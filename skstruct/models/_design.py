@@ -25,6 +25,7 @@ from .._core._decoders import (
     TREE,
     TRWS,
 )
+from .._core._graph import Adjacency, Forest
 
 # tiny loopy samples are decoded exactly: K ** n_nodes labellings at most
 EXACT_LIMIT = 4096
@@ -154,14 +155,8 @@ class Design:
         K = self.n_classes
         need_tree = self.uses_forest_order
         need_trws = self.uses_messages
-        if need_tree:
-            order, parent, parent_edge, _ = b.forest
-        else:
-            order = parent = parent_edge = np.zeros(1, np.int64)
-        if need_trws:
-            adj = b.adjacency
-        else:
-            adj = (np.zeros(b.n_nodes + 1, np.int64),) + (np.zeros(1, np.int64),) * 3
+        forest = b.forest if need_tree else Forest.dummy()
+        adj = b.adjacency if need_trws else Adjacency.dummy(b.n_nodes)
         ef = self.edge_features
         pwi = (ef.indices.astype(np.int64) if self.tied
                else np.arange(b.n_edges, dtype=np.int64))
@@ -170,20 +165,23 @@ class Design:
             col_rep[self.cmap[k]] = k
         X = self.features
         return DesignArrays(
-            b.node_offsets, b.edge_offsets, b.edges,
-            X.data.astype(np.float64, copy=False), column_indices(X),
-            X.indptr.astype(np.int64),
-            ef.data.astype(np.float64, copy=False), ef.indices.astype(np.int64),
-            ef.indptr.astype(np.int64), bool(self.tied), pwi,
-            np.asarray(y, np.int64), np.asarray(loss_weights, np.float64),
-            self.cmap, self.csign, col_rep, self.kind, order, parent, parent_edge,
-            *adj, int(inference_iter), self.xrow, self.xoff, bool(self.dense_rows),
-            np.arange(K, dtype=np.int64) if self.lgroup is None
-            else np.asarray(self.lgroup, np.int64),
-            self.node_offset is not None,
-            np.zeros((1, K)) if self.node_offset is None
-            else np.ascontiguousarray(self.node_offset, np.float64),
-            bool(self.symmetric))
+            node_offsets=b.node_offsets, edge_offsets=b.edge_offsets, edges=b.edges,
+            xdata=X.data.astype(np.float64, copy=False), xind=column_indices(X),
+            xptr=X.indptr.astype(np.int64),
+            edata=ef.data.astype(np.float64, copy=False), eind=ef.indices.astype(np.int64),
+            eptr=ef.indptr.astype(np.int64), tied=bool(self.tied), pw_index=pwi,
+            y=np.asarray(y, np.int64), loss_weight=np.asarray(loss_weights, np.float64),
+            cmap=self.cmap, csign=self.csign, col_rep=col_rep, decoder=self.kind,
+            order=forest.order, parent=forest.parent, parent_edge=forest.parent_edge,
+            adj_offsets=adj.offsets, adj_edge=adj.edge, adj_nbr=adj.nbr, adj_side=adj.side,
+            inference_iter=int(inference_iter), xrow=self.xrow, xoff=self.xoff,
+            dense=bool(self.dense_rows),
+            lgroup=(np.arange(K, dtype=np.int64) if self.lgroup is None
+                    else np.asarray(self.lgroup, np.int64)),
+            has_offset=self.node_offset is not None,
+            node_offset=(np.zeros((1, K)) if self.node_offset is None
+                         else np.ascontiguousarray(self.node_offset, np.float64)),
+            sym=bool(self.symmetric))
 
     def take(self, idx):
         """The design of samples ``idx`` (sorted) of this one."""

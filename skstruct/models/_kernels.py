@@ -169,14 +169,17 @@ def expand_coef(xdata, xind, xptr, xrow, xoff, coef, n_features):
 
 
 @pjit
-def potentials(node_offsets, edge_offsets, edges, xdata, xind, xptr, xrow, xoff, W, cmap, csign,
-               dense, tied, pwi, edata, eind, eptr, P, y, lw, loss, chunks, theta_v, PE,
-               truth):
-    """Node scores, loss-augmented when ``loss`` (``+ lw[v]`` on every label but
-    ``y[v]``), into ``theta_v`` (N, K); edge tables into ``PE`` (E, K, K) unless
-    the design is ``tied`` (edge ``e`` then scores ``P[pwi[e]]``); and the
-    score of the labelling ``y`` (without the loss) summed per chunk of
-    samples into ``truth``.  Nodes with ``y == -1`` add nothing to it."""
+def potentials(D, W, P, loss, chunks, theta_v, PE, truth):
+    """Node scores of the design ``D`` (:class:`~skstruct.models._design.DesignArrays`),
+    loss-augmented when ``loss`` (``+ D.loss_weight[v]`` on every label but ``D.y[v]``),
+    into ``theta_v`` (N, K); edge tables into ``PE`` (E, K, K) unless the design is
+    ``D.tied`` (edge ``e`` then scores ``P[D.pw_index[e]]``); and the score of the
+    labelling ``D.y`` (without the loss) summed per chunk of samples into ``truth``.
+    Nodes with ``y == -1`` add nothing to it."""
+    node_offsets, edge_offsets, edges = D.node_offsets, D.edge_offsets, D.edges
+    xdata, xind, xptr, xrow, xoff = D.xdata, D.xind, D.xptr, D.xrow, D.xoff
+    cmap, csign, dense, tied, pwi = D.cmap, D.csign, D.dense, D.tied, D.pw_index
+    edata, eind, eptr, y, lw = D.edata, D.eind, D.eptr, D.y, D.loss_weight
     K = theta_v.shape[1]
     for c in prange(chunks.shape[0] - 1):
         total = 0.0

@@ -41,12 +41,14 @@ import numpy as np
 from numba import prange
 
 from .._core._decoders import CHAIN, EXACT, GRAPHCUT, TREE
+from .._core._graph import Adjacency, Forest
 from .._core._jit import jit, pjit
 from ..inference._chain import _viterbi_one
 from ..inference._exact import exact_map_one
 from ..inference._graphcut import graphcut_one
+from ..inference._modes import EDGES_NONE, MAX_SUM, UPWARD
 from ..inference._mplp import lp_bound_one, mplp_sweeps
-from ..inference._tree import tree_one
+from ..inference._tree import TreeOut, TreeWork, tree_one
 from ..inference._trws import trws_one
 from ._kernels import _tables, labelling_score, node_scores
 
@@ -90,17 +92,18 @@ def make_work(K, max_nodes, max_edges, belief, up):
     decoded by tree max-sum.
     """
     n_trip = 2 * max_edges * max(1, max_nodes) + 2
-    return Work(np.empty(K), np.empty(K), np.empty(K), np.empty(K),
-                np.empty(K, np.int64), np.empty(K), np.empty(K), np.empty(K),
-                np.empty((K, K)),
-                np.empty(max_nodes, np.int64),
-                np.empty(n_trip, np.int64), np.empty(n_trip, np.int64),
-                np.empty(n_trip, np.int64), np.empty(n_trip),
-                np.empty((max_nodes + 1) * (max_nodes + 1) * K, np.int64),
-                np.empty((max_nodes + 1) * K), np.empty((max_nodes + 1) * K),
-                belief, up,
-                np.empty(max_nodes, np.int64),
-                np.empty(max(max_edges, 1), np.int64))
+    return Work(delta=np.empty(K), best=np.empty(K), arg=np.empty(K), row=np.empty(K),
+                tree_arg=np.empty(K, np.int64), tree_scratch=np.empty(K), down=np.empty(K),
+                excl=np.empty(K), xi=np.empty((K, K)),
+                node_lab=np.empty(max_nodes, np.int64),
+                trip_edge=np.empty(n_trip, np.int64), trip_a=np.empty(n_trip, np.int64),
+                trip_b=np.empty(n_trip, np.int64), trip_w=np.empty(n_trip),
+                slack_bp=np.empty((max_nodes + 1) * (max_nodes + 1) * K, np.int64),
+                slack_cur=np.empty((max_nodes + 1) * K),
+                slack_next=np.empty((max_nodes + 1) * K),
+                belief=belief, up=up,
+                own=np.empty(max_nodes, np.int64),
+                edge_arg=np.empty(max(max_edges, 1), np.int64))
 
 
 @jit
@@ -119,9 +122,13 @@ def decode(D, s, Ua, pair, msgs, bp, lab, work):
         return _viterbi_one(Ua, np.zeros(0, np.int64), D.loss_weight, pair, pwi, n0, e0,
                             n1 - n0, bp, lab, work.delta, work.best, work.arg, work.row)
     if kind == TREE:
-        return tree_one(n0, n1, D.edges, Ua, pair, pwi, D.order, D.parent, D.parent_edge, True,
-                        False, lab, work.belief, work.up, bp, 0, np.zeros((1, 0, 1, 1)), 0,
-                        work.tree_arg, work.tree_scratch, work.down, work.excl, work.xi)
+        out = TreeOut(labels=lab, belief=work.belief, up_msg=work.up, bp=bp,
+                      edge_out=np.zeros((1, 0, 1, 1)))
+        tw = TreeWork(arg=work.tree_arg, scratch=work.tree_scratch, down=work.down,
+                      excl=work.excl, xi=work.xi)
+        forest = Forest(order=D.order, parent=D.parent, parent_edge=D.parent_edge)
+        return tree_one(n0, n1, D.edges, Ua, pair, pwi, forest, MAX_SUM, UPWARD, EDGES_NONE,
+                        out, 0, tw)
     if kind == EXACT:
         return exact_map_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, work.node_lab[:n1 - n0],
                              lab)
@@ -130,8 +137,9 @@ def decode(D, s, Ua, pair, msgs, bp, lab, work):
         return graphcut_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab)
     # a one-iteration, relative stall test keeps learning's inner loop short;
     # the warm-started messages carry the progress from one pass to the next
-    bound = trws_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, D.adj_offsets, D.adj_edge,
-                     D.adj_nbr, D.adj_side, msgs, D.inference_iter, 1e-9, 1, True, lab)[0]
+    adj = Adjacency(offsets=D.adj_offsets, edge=D.adj_edge, nbr=D.adj_nbr, side=D.adj_side)
+    bound = trws_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, adj, msgs, D.inference_iter, 1e-9,
+                     1, True, lab)[0]
     return bound
 
 
@@ -259,16 +267,18 @@ def _slack_chain(n0, n1, e0, U, y, pair, pwi, lab, work):
 
 
 @jit
-def _lp_corner(n0, n1, e0, e1, edges, Ua, y, cmap, csign, pair, pwi, adj_offsets, adj_edge,
-               adj_side, msgs, n_sweeps, lab, Sc, work, n_trip, sym):
+def _lp_corner(D, n0, n1, e0, e1, Ua, pair, msgs, lab, Sc, work, n_trip):
     """Value and subgradient of the LP relaxation's dual ``U(phi)`` (Franc, 8.B).
 
-    ``n_sweeps`` MPLP sweeps from the warm-started messages bring ``phi``
+    ``D.inference_iter`` MPLP sweeps from the warm-started messages bring ``phi``
     towards the minimiser; the subgradient at those messages takes the
     maximiser of each node term and each edge term.  Returns
     ``(bound, n_trip)``; ``lab`` gets the node maximisers.
     """
     K = Ua.shape[1]
+    edges, y, cmap, csign, pwi, sym = D.edges, D.y, D.cmap, D.csign, D.pw_index, D.sym
+    adj_offsets, adj_edge, adj_side = D.adj_offsets, D.adj_edge, D.adj_side
+    n_sweeps = D.inference_iter
     te, ta, tb, tw = work.trip_edge, work.trip_a, work.trip_b, work.trip_w
     node_arg = work.node_lab
     edge_arg = work.edge_arg
@@ -379,9 +389,7 @@ def oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work):
     # LP relaxation of the loss-augmented problem: its dual bound and subgradient.
     # Only the subgradient solver uses this corner; ``ell`` is not a tight loss here
     _augment(n0, n1, U, y, lw, D.lgroup, Ua)
-    bound, n_trip = _lp_corner(n0, n1, e0, e1, edges, Ua, y, cmap, csign, pair, pwi,
-                               D.adj_offsets, D.adj_edge, D.adj_side, msgs, D.inference_iter,
-                               lab, Sc, work, 0, D.sym)
+    bound, n_trip = _lp_corner(D, n0, n1, e0, e1, Ua, pair, msgs, lab, Sc, work, 0)
     return 0.0, max(0.0, bound - s_true), n_trip
 
 
@@ -395,11 +403,14 @@ def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate):
 
 
 @pjit
-def hinge_pass(D, surrogate, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, belief, up,
-               max_nodes, max_edges, chunks, hinge, ell):
+def hinge_pass(D, surrogate, scale_w, W, P, sc, max_nodes, max_edges, chunks, hinge, ell):
     """Surrogate value ``hinge[s]`` and corner loss ``ell[s]`` of every sample at
-    ``scale_w * W, P`` (parallel over chunks of samples), with ``lab`` the
-    maximisers."""
+    ``scale_w * W, P`` (parallel over chunks of samples), with ``sc.lab`` the
+    maximisers (``sc`` the :class:`~skstruct.models._predict.OracleScratch`)."""
+    # a parallel loop loses writes made through a named tuple's field inside it: the
+    # arrays are taken out first
+    U, Ua, PE, msgs, bp, lab, Sc = sc.U, sc.Ua, sc.PE, sc.msgs, sc.bp, sc.lab, sc.Sc
+    belief, up = sc.belief, sc.up
     K = U.shape[1]
     for c in prange(chunks.shape[0] - 1):
         work = make_work(K, max_nodes, max_edges, belief, up)
@@ -420,8 +431,6 @@ def loss_augmented_labels(design, W, P, inference_iter):
     sc = scratch(design)
     S = design.batch.n_samples
     hinge_pass(D, SURROGATES["margin"], 1.0, np.ascontiguousarray(W),
-               np.ascontiguousarray(design.tables(P)),
-               sc["U"], sc["Ua"], sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"],
-               sc["belief"], sc["up"], design.max_nodes, design.max_edges,
+               np.ascontiguousarray(design.tables(P)), sc, design.max_nodes, design.max_edges,
                design.batch.chunks(n_chunks()), np.zeros(S), np.zeros(S))
-    return sc["lab"]
+    return sc.lab

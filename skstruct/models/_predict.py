@@ -1,5 +1,6 @@
 """MAP decoding of a whole design at given weights (one parallel compiled call)."""
 
+
 import numpy as np
 from numba import prange
 
@@ -12,7 +13,11 @@ from ._scratch import check_cuttable, scratch
 
 
 @pjit
-def _predict_kernel(D, W, P, U, PE, msgs, bp, lab, belief, up, max_nodes, max_edges, chunks):
+def _predict_kernel(D, W, P, sc, max_nodes, max_edges, chunks):
+    """MAP labels of every sample into ``sc.lab`` (``sc`` an :class:`OracleScratch`)."""
+    # the arrays are taken out of the named tuple before the parallel loop, which would
+    # lose writes made through its fields
+    U, PE, msgs, bp, lab, belief, up = sc.U, sc.PE, sc.msgs, sc.bp, sc.lab, sc.belief, sc.up
     K = U.shape[1]
     for c in prange(chunks.shape[0] - 1):
         work = make_work(K, max_nodes, max_edges, belief, up)
@@ -40,10 +45,9 @@ def predict_labels(design, W, P, trws_iter):
                    design.batch.chunks(n_chunks()), np.zeros(S), np.zeros(S), out)
         return out
     sc = scratch(design, decode_only=True)
-    _predict_kernel(D, np.ascontiguousarray(W), np.ascontiguousarray(P), sc["U"], sc["PE"],
-                    sc["msgs"], sc["bp"], sc["lab"], sc["belief"], sc["up"],
-                    design.max_nodes, design.max_edges, design.batch.chunks(n_chunks()))
-    return sc["lab"]
+    _predict_kernel(D, np.ascontiguousarray(W), np.ascontiguousarray(P), sc, design.max_nodes,
+                    design.max_edges, design.batch.chunks(n_chunks()))
+    return sc.lab
 
 
 def design_potentials(design, W, P):
@@ -61,9 +65,7 @@ def design_potentials(design, W, P):
     unary = np.empty((N, K))
     PE = np.zeros((1, K, K)) if design.tied else np.empty((E, K, K))
     P = np.ascontiguousarray(design.tables(P), dtype=np.float64)
-    potentials(b.node_offsets, b.edge_offsets, b.edges, D.xdata, D.xind, D.xptr, D.xrow, D.xoff,
-               np.ascontiguousarray(W), D.cmap, D.csign, D.dense, design.tied, D.pw_index,
-               D.edata, D.eind, D.eptr, P, y0, D.loss_weight, False, chunks, unary, PE,
+    potentials(D, np.ascontiguousarray(W), P, False, chunks, unary, PE,
                np.zeros(chunks.shape[0] - 1))
     if design.node_offset is not None:
         unary += design.node_offset

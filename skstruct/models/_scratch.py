@@ -1,14 +1,32 @@
 """What the batched kernels' callers share: the per-node / per-edge scratch arrays,
 and the check that a minimum cut decodes the given tables exactly."""
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._core._decoders import GRAPHCUT
 from ._submodular import supermodular_violation
 
 
+class OracleScratch(NamedTuple):
+    """The shared scratch arrays of the oracle kernels (see :func:`scratch`), as the
+    compiled kernels read them."""
+
+    U: np.ndarray          # (N, K) node scores
+    Ua: np.ndarray         # (N, K) loss-augmented node scores
+    PE: np.ndarray         # (E, K, K) per-edge tables ((1, K, K) when tied)
+    msgs: np.ndarray       # (2 E, K) TRW-S / MPLP messages, warm-started across calls
+    bp: np.ndarray         # (N, K) Viterbi backpointers
+    lab: np.ndarray        # (N,) int64 labels decoded
+    Sc: np.ndarray         # (N, Kp) a corner's node coefficients
+    belief: np.ndarray     # (N, K) tree max-sum beliefs
+    up: np.ndarray         # (N, K) tree max-sum upward messages
+
+
 def scratch(design, decode_only=False):
-    """The shared per-node / per-edge scratch arrays of the kernels.
+    """The shared per-node / per-edge scratch arrays of the kernels, an
+    :class:`OracleScratch`.
 
     Arrays a kernel will not touch for this design are allocated with one row
     (message arrays without TRW-S or MPLP samples, tree beliefs without tree
@@ -21,7 +39,7 @@ def scratch(design, decode_only=False):
     need_tree = design.uses_forest_order
     need_msgs = design.uses_messages
     nl = 1 if decode_only else N
-    return dict(
+    return OracleScratch(
         U=np.zeros((N, K)), Ua=np.zeros((nl, K)),
         PE=np.zeros((1, K, K)) if design.tied else np.zeros((E, K, K)),
         msgs=np.zeros((2 * E if need_msgs else 1, K)),

@@ -20,6 +20,8 @@ itself kept as node coefficients ``En`` (``sum_v x_v (x) En[v]``), expanded
 into weights only when the average is read.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._core._jit import jit
@@ -27,8 +29,31 @@ from .._core._validation import check_memory
 from ..models._kernels import expand_coef, symmetric_into
 from ..models._oracle import _corner, make_work
 from ..models._submodular import project_supermodular, project_tables
-from ._bcfw_state import ELL, ELL_AVG, SIGMA, STEP, advance_average
+from ._bcfw_state import State, advance_average
 from ._design_solver import DesignSolver
+
+
+class Blocks(NamedTuple):
+    """The dual blocks and the lazy average's increments (see the module docstring)."""
+
+    A: np.ndarray          # (N, Kp) node coefficients of every block
+    Pi: np.ndarray         # (S, EF, K, K) pairwise part of every block
+    ell_i: np.ndarray      # (S,) every block's loss term
+    En: np.ndarray         # (N, Kp) node coefficients of w_tilde
+    Pt: np.ndarray         # (EF, K, K) pairwise part of w_tilde
+
+
+class StepWork(NamedTuple):
+    """Scratch and precomputed arrays of :func:`bcfw_pass`."""
+
+    V: np.ndarray          # (F, Kp) the direction's node part, on the features touched
+    DP: np.ndarray         # (EF, K, K) the direction's pairwise part
+    mark: np.ndarray       # (F + 1,) int64 stamps of the features touched
+    touched: np.ndarray    # (F,) int64 the features touched
+    gram: np.ndarray       # the samples' Gram matrices, flat (see sample_grams)
+    gofs: np.ndarray       # (S + 1,) their offsets
+    Pp: np.ndarray         # (EF, K, K) the projected (or symmetric) tables
+    mu: np.ndarray         # (K - 1, K - 1) the projection's multipliers
 
 
 @jit
@@ -101,22 +126,28 @@ def sample_grams(node_offsets, xdata, xind, xptr, xrow, xoff, n_features, max_no
 
 
 @jit
-def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, state,
-              U, Ua, PE, msgs, bp, lab, Sc, V, DP, mark, touched, gram, gofs, belief, up,
-              max_nodes, max_edges, project, Pp, mu):
+@jit
+def bcfw_pass(D, surrogate, order, lam, averaging, project, W, P, blocks, state, sc, work,
+              max_nodes, max_edges):
     """One pass of BCFW over the samples in ``order``; everything updated in place.
 
-    With ``project``, the weights are constrained to supermodular tables:
-    ``P`` stays the dual's unconstrained map ``sum_i w_i`` and every step
-    reads its projection (into ``Pp``; see :class:`BCFW`).
+    ``blocks`` are the :class:`Blocks`, ``state`` the :class:`State`, ``sc`` the
+    oracle's :class:`~skstruct.models._scratch.OracleScratch` and ``work`` a
+    :class:`StepWork`.  With ``project``, the weights are constrained to supermodular
+    tables: ``P`` stays the dual's unconstrained map ``sum_i w_i`` and every step reads
+    its projection (into ``work.Pp``; see :class:`BCFW`).
 
     Returns the sum over the pass of the per-block Frank-Wolfe gaps (a
     cheap, stale estimate of the duality gap).
     """
     n = D.node_offsets.shape[0] - 1
+    U, Ua, PE, msgs, bp, lab, Sc = sc.U, sc.Ua, sc.PE, sc.msgs, sc.bp, sc.lab, sc.Sc
+    A, Pi, ell_i, En, Pt = blocks.A, blocks.Pi, blocks.ell_i, blocks.En, blocks.Pt
+    V, DP, mark, touched = work.V, work.DP, work.mark, work.touched
+    gram, gofs, Pp, mu = work.gram, work.gofs, work.Pp, work.mu
     K = U.shape[1]
     Kp = W.shape[1]
-    work = make_work(K, max_nodes, max_edges, belief, up)
+    owork = make_work(K, max_nodes, max_edges, sc.belief, sc.up)
     xdata, xind, xptr = D.xdata, D.xind, D.xptr
     xrow, xoff = D.xrow, D.xoff
     dense = D.dense
@@ -142,7 +173,7 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
         else:
             Pw = P
             Pc = P
-        ell_s, _, n_trip = _corner(D, s, 1.0, W, Pc, U, Ua, PE, msgs, bp, lab, Sc, work,
+        ell_s, _, n_trip = _corner(D, s, 1.0, W, Pc, U, Ua, PE, msgs, bp, lab, Sc, owork,
                                    surrogate)
         ell_s /= n
         # D_v = A_v - Sc_v / (lam n): the node part of w_i - w_s
@@ -173,8 +204,8 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
         npar = dp.shape[0]
         for q in range(npar):
             dp[q] = pi[q]
-        _trip_to_dense(D.edata, D.eind, D.eptr, work.trip_edge, work.trip_a, work.trip_b,
-                       work.trip_w, n_trip, -inv, DP)
+        _trip_to_dense(D.edata, D.eind, D.eptr, owork.trip_edge, owork.trip_a, owork.trip_b,
+                       owork.trip_w, n_trip, -inv, DP)
         sq = 0.0
         for q in range(npar):
             dot += dp[q] * pw[q]
@@ -204,10 +235,10 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
             gamma = 0.0
         else:
             gamma = min(max(gap / (lam * sq), 0.0), 1.0)
-        k = state[STEP]
-        state[STEP] = k + 1.0
+        k = state.step[()]
+        state.step[()] = k + 1.0
         do_avg = averaging and k > 0.0
-        g = gamma / state[SIGMA] if do_avg else 0.0
+        g = gamma / state.sigma[()] if do_avg else 0.0
         if gamma > 0.0:
             if n_touch < 0 and dense and Kp == 1:
                 Wf = W.ravel()
@@ -253,7 +284,7 @@ def bcfw_pass(D, surrogate, order, lam, averaging, W, P, A, Pi, ell_i, En, Pt, s
                     ptf[q] += g * dp[q]
             d_ell = gamma * (ell_s - ell_i[s])
             ell_i[s] += d_ell
-            state[ELL] += d_ell
+            state.ell[()] += d_ell
         if averaging:
             advance_average(state, k, En, Pt)
     return gap_sum
@@ -311,8 +342,7 @@ class BCFW(DesignSolver):
         self.ell_i = np.zeros(S)
         self.En = np.zeros((N, Kp))
         self.Pt = np.zeros_like(self.P)
-        self.state = np.zeros(4)
-        self.state[SIGMA] = 1.0
+        self.state = State.new()
         D = self.D
         # samples too big for a Gram matrix fall back to a sparse scatter
         self.gram, self.gofs = sample_grams(D.node_offsets, D.xdata, D.xind, D.xptr, D.xrow,
@@ -355,27 +385,27 @@ class BCFW(DesignSolver):
         D = self.D
         d = self.design
         if self.fused_chain:
-            from ._bcfw_chain import bcfw_chain_pass
+            from ._bcfw_chain import ChainBlocks, bcfw_chain_pass
 
             B = self.pairs
             gap_sum, done = 0.0, 0
             while True:
-                gap, n = bcfw_chain_pass(D.node_offsets, D.xdata, D.xind, D.xptr, D.xrow,
-                                         D.xoff, D.y, D.loss_weight, order[done:], self.lam,
-                                         self.averaging, self.W, self.P[0], self.A, B.idx,
-                                         B.val, B.cnt, self.ell_i, self.En, self.Pt[0],
-                                         self.state, self.gram, self.gofs, d.max_nodes)
+                blocks = ChainBlocks(A=self.A, idx=B.idx, val=B.val, cnt=B.cnt,
+                                     ell_i=self.ell_i, En=self.En, Pt=self.Pt[0])
+                gap, n = bcfw_chain_pass(D, order[done:], self.lam, self.averaging, self.W,
+                                         self.P[0], blocks, self.state, self.gram, self.gofs,
+                                         d.max_nodes)
                 gap_sum += gap
                 done += n
                 if done == len(order):
                     return gap_sum
                 B.grow(B.cnt[order[done]] + 2 * d.max_nodes)
-        sc = self.scratch
-        return bcfw_pass(D, self.code, order, self.lam, self.averaging, self.W, self.P, self.A,
-                         self.Pi, self.ell_i, self.En, self.Pt, self.state, sc["U"], sc["Ua"],
-                         sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], self.V, self.DP,
-                         self.mark, self.touched, self.gram, self.gofs, sc["belief"], sc["up"],
-                         d.max_nodes, d.max_edges, self.project, self.Pp, self.mu)
+        blocks = Blocks(A=self.A, Pi=self.Pi, ell_i=self.ell_i, En=self.En, Pt=self.Pt)
+        work = StepWork(V=self.V, DP=self.DP, mark=self.mark, touched=self.touched,
+                        gram=self.gram, gofs=self.gofs, Pp=self.Pp, mu=self.mu)
+        return bcfw_pass(D, self.code, order, self.lam, self.averaging, self.project, self.W,
+                         self.P, blocks, self.state, self.scratch, work,
+                         d.max_nodes, d.max_edges)
 
     def local_round(self, W, P, order, gamma):
         """One round of a partition of the parallel BCFW of CoCoA+ (Ma, Smith, Jaggi,
@@ -421,9 +451,9 @@ class BCFW(DesignSolver):
         self.moved = (self.A.copy(), self.Pi.copy(), self.ell_i.copy())
         self.W, self.P = W.copy(), P.copy()
         ell0 = float(self.ell_i.sum())
-        self.state[ELL] = ell0
+        self.state.ell[()] = ell0
         gap = self.run_pass(np.ascontiguousarray(order, dtype=np.int64))
-        return gap, self.W - W, self.P - P, float(self.state[ELL]) - ell0
+        return gap, self.W - W, self.P - P, float(self.state.ell) - ell0
 
     def relabel(self, old, y_old):
         """Carry ``old``'s dual blocks over to the new truth (see
@@ -446,16 +476,16 @@ class BCFW(DesignSolver):
                                             self.W.shape[0])
         self.P = self.P + inv * pair.sum(axis=0)
         self.state = self.state.copy()
-        self.state[STEP] = 0.0
+        self.state.step[()] = 0.0
         # the mass that sat on the old truth now pulls towards it: move every block
         # towards the new truth's corner (w_i = 0, loss 0) by the one scale s that
         # maximises the dual -lam/2 s^2 ||w||^2 + s ell
         sq = float(np.sum(self.W * self.W) + np.sum(self.P * self.P))
-        ell = float(self.state[ELL])
+        ell = float(self.state.ell)
         scale = 1.0 if sq <= 0.0 else min(max(ell / (self.lam * sq), 0.0), 1.0)
         for name in ("A", "Pi", "W", "P", "ell_i"):
             setattr(self, name, scale * getattr(self, name))
-        self.state[ELL] = scale * ell
+        self.state.ell[()] = scale * ell
 
     def _truth_shift(self, y_old):
         """``phi(y) - phi(y_old)`` per node and per sample: ``(node coefficients (N,
@@ -490,14 +520,14 @@ class BCFW(DesignSolver):
         return self.Pi
 
     def _averaged(self):
-        return self.averaging and self.state[STEP] > 0
+        return self.averaging and float(self.state.step) > 0
 
     def weights(self):
         """The weighted average of the iterates, or the last iterate."""
         if self._averaged():
             D = self.D
             Wt = expand_coef(D.xdata, D.xind, D.xptr, D.xrow, D.xoff, self.En, self.W.shape[0])
-            sig = self.state[SIGMA]
+            sig = float(self.state.sigma)
             W, P = self.W + sig * Wt, self.P + sig * self.Pt
         else:
             W, P = self.W.copy(), self.P.copy()
@@ -505,6 +535,6 @@ class BCFW(DesignSolver):
 
     def objective(self):
         primal, sq = self.primal()
-        ell = self.state[ELL_AVG] if self._averaged() else self.state[ELL]
+        ell = float(self.state.ell_avg if self._averaged() else self.state.ell)
         dual = -0.5 * self.lam * sq + ell
         return primal, dual, primal - dual

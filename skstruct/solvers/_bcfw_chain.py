@@ -11,12 +11,40 @@ loops.  The state is the general kernel's except for the pairwise blocks, which 
 kept sparse (see :class:`SparseBlocks`).
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._core._jit import jit
 from .._core._validation import check_memory
 from ..models._chain import chain_oracle as _chain_oracle
-from ._bcfw_state import ELL, SIGMA, STEP, advance_average
+from ._bcfw_state import advance_average
+
+
+class ChainBlocks(NamedTuple):
+    """The dual blocks of the fused kernel: node coefficients dense, pairwise parts as
+    short lists (:class:`SparseBlocks`), and the lazy average's increments."""
+
+    A: np.ndarray          # (N, K) node coefficients of every block
+    idx: np.ndarray        # (S, cap) int64 flat indices of each block's pairwise entries
+    val: np.ndarray        # (S, cap) their values
+    cnt: np.ndarray        # (S,) int64 entries in use
+    ell_i: np.ndarray      # (S,) every block's loss term
+    En: np.ndarray         # (N, K) node coefficients of w_tilde
+    Pt: np.ndarray         # (K, K) pairwise part of w_tilde
+
+
+class ChainWork(NamedTuple):
+    """Per-step scratch of :func:`_fw_step`, indexed by position in the chain."""
+
+    U: np.ndarray          # (M, K) node scores
+    fwd: np.ndarray        # (M, K) Viterbi scores
+    lab: np.ndarray        # (M,) int64 the corner's labels
+    Dn: np.ndarray         # (M, K) the direction's node part
+    best: np.ndarray       # (K,)
+    corr: np.ndarray       # (2 M,) the pairwise direction's corrections
+    cidx: np.ndarray       # (2 M,) int64 their entries
+    cslot: np.ndarray      # (2 M,) int64 their places in the block's list
 
 
 @jit
@@ -30,22 +58,25 @@ def _find(idx, cnt, q):
 
 
 @jit
-def _fw_step(s, n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, lam, inv, avg_scale, W, P,
-             A, pidx, pval, pcnt, ell_i, En, Pt, gram, gofs, U, fwd, lab, Dn, best, corr,
-             cidx, cslot):
+def _fw_step(D, s, n0, n1, lam, inv, avg_scale, W, P, blocks, gram, gofs, w):
     """One block step on sample ``s``: oracle, closed-form line search, updates.
 
-    ``U, fwd, Dn`` (max_nodes, K) and ``lab`` (max_nodes,) are scratch
-    indexed by position in the chain, ``corr, cidx`` (2 max_nodes) hold the
-    sparse part of the pairwise direction and ``cslot`` their places in the
-    block's list (``pidx, pval, pcnt``: see :class:`SparseBlocks`; the caller
-    leaves room for ``2 (n1 - n0 - 1)`` new entries).  The average's node
+    ``blocks`` are the :class:`ChainBlocks` (the caller leaves room for ``2 (n1 - n0 -
+    1)`` new entries in the block's list), ``w`` the :class:`ChainWork`: ``corr, cidx``
+    hold the sparse part of the pairwise direction and ``cslot`` their places in the
+    block's list.  The average's node
     coefficients ``En`` move by ``avg_scale * gamma * d`` (0 leaves them alone), and
     ``Pt`` by its pairwise part.  Returns ``(gap, d_ell)``: the block's
     Frank-Wolfe gap and its change of the loss term.
     """
     K = W.shape[1]
     m = n1 - n0
+    xdata, xind, xptr, xrow, xoff = D.xdata, D.xind, D.xptr, D.xrow, D.xoff
+    y, lw = D.y, D.loss_weight
+    A, pidx, pval, pcnt = blocks.A, blocks.idx, blocks.val, blocks.cnt
+    ell_i, En, Pt = blocks.ell_i, blocks.En, blocks.Pt
+    U, fwd, lab, Dn, best = w.U, w.fwd, w.lab, w.Dn, w.best
+    corr, cidx, cslot = w.corr, w.cidx, w.cslot
     ell_s = _chain_oracle(n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, W, P, U, fwd, lab,
                           best) * (lam * inv)
     # node part of d = w_i - w_s: A_v - inv (e_y - e_lab)
@@ -162,33 +193,29 @@ def _fw_step(s, n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, lam, inv, avg_scal
 
 
 @jit
-def bcfw_chain_pass(node_offsets, xdata, xind, xptr, xrow, xoff, y, lw, order, lam, averaging,
-                    W, P, A, pidx, pval, pcnt, ell_i, En, Pt, state, gram, gofs, max_nodes):
+def bcfw_chain_pass(D, order, lam, averaging, W, P, blocks, state, gram, gofs, max_nodes):
     """One BCFW pass (margin rescaling) over the chains in ``order``.
 
-    ``P`` (K, K) is the shared transition table, ``pidx, pval, pcnt`` the
-    sparse pairwise blocks (:class:`SparseBlocks`) and ``Pt`` (K, K) the lazy
-    average's; the other arguments are those of :func:`._bcfw.bcfw_pass`;
+    ``P`` (K, K) is the shared transition table, ``blocks`` the :class:`ChainBlocks`
+    (``blocks.Pt`` (K, K) the lazy average's); the other arguments are those of
+    :func:`._bcfw.bcfw_pass`;
     ``max_nodes`` is the length of the longest chain.  Returns the sum of
     the per-block gaps and the number of steps taken: fewer than
     ``len(order)`` when a block's list is full (the caller grows the lists
     and goes on from there).
     """
+    node_offsets = D.node_offsets
     n = node_offsets.shape[0] - 1
     K = W.shape[1]
-    cap = pidx.shape[1]
+    pcnt = blocks.cnt
+    cap = blocks.idx.shape[1]
     inv = 1.0 / (lam * n)
-    best = np.empty(K)
     # per-step scratch, indexed by position in the chain so that it stays in
     # cache whatever the order of the samples
     M = max(max_nodes, 1)
-    U = np.empty((M, K))
-    fwd = np.empty((M, K))
-    Dn = np.empty((M, K))
-    lab = np.empty(M, np.int64)
-    corr = np.empty(2 * M)
-    cidx = np.empty(2 * M, np.int64)
-    cslot = np.empty(2 * M, np.int64)
+    w = ChainWork(U=np.empty((M, K)), fwd=np.empty((M, K)), lab=np.empty(M, np.int64),
+                  Dn=np.empty((M, K)), best=np.empty(K), corr=np.empty(2 * M),
+                  cidx=np.empty(2 * M, np.int64), cslot=np.empty(2 * M, np.int64))
     gap_sum = 0.0
     for i in range(order.shape[0]):
         s = order[i]
@@ -198,16 +225,14 @@ def bcfw_chain_pass(node_offsets, xdata, xind, xptr, xrow, xoff, y, lw, order, l
             continue
         if cap < K * K and pcnt[s] + 2 * (n1 - n0 - 1) > cap:
             return gap_sum, i
-        k = state[STEP]
-        state[STEP] = k + 1.0
-        avg_scale = 1.0 / state[SIGMA] if averaging and k > 0.0 else 0.0
-        gap, d_ell = _fw_step(s, n0, n1, xdata, xind, xptr, xrow, xoff, y, lw, lam, inv,
-                              avg_scale, W, P, A, pidx, pval, pcnt, ell_i, En, Pt, gram, gofs,
-                              U, fwd, lab, Dn, best, corr, cidx, cslot)
+        k = state.step[()]
+        state.step[()] = k + 1.0
+        avg_scale = 1.0 / state.sigma[()] if averaging and k > 0.0 else 0.0
+        gap, d_ell = _fw_step(D, s, n0, n1, lam, inv, avg_scale, W, P, blocks, gram, gofs, w)
         gap_sum += gap
-        state[ELL] += d_ell
+        state.ell[()] += d_ell
         if averaging:
-            advance_average(state, k, En, Pt)
+            advance_average(state, k, blocks.En, blocks.Pt)
     return gap_sum, order.shape[0]
 
 

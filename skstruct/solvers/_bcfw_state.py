@@ -1,11 +1,30 @@
-"""The state the two BCFW kernels share: the slots of their ``state`` vector and
-the weighted averaging step (:func:`._bcfw.bcfw_pass` and
+"""The state the two BCFW kernels share: BCFW's scalars as a named tuple and the
+weighted averaging step (:func:`._bcfw.bcfw_pass` and
 :func:`._bcfw_chain.bcfw_chain_pass` run on the same state)."""
+
+from typing import NamedTuple
+
+import numpy as np
 
 from .._core._jit import jit
 
-# state slots
-SIGMA, ELL, ELL_AVG, STEP = 0, 1, 2, 3
+
+class State(NamedTuple):
+    """BCFW's scalars, as 0-d arrays the kernels update in place."""
+
+    sigma: np.ndarray      # the lazy average's scale: w_avg = w + sigma w_tilde
+    ell: np.ndarray        # the dual's loss term, sum_i ell_i
+    ell_avg: np.ndarray    # the weighted average's loss term
+    step: np.ndarray       # block steps taken, k
+
+    @classmethod
+    def new(cls):
+        return cls(sigma=np.ones(()), ell=np.zeros(()), ell_avg=np.zeros(()),
+                   step=np.zeros(()))
+
+    def copy(self):
+        return State(sigma=self.sigma.copy(), ell=self.ell.copy(),
+                     ell_avg=self.ell_avg.copy(), step=self.step.copy())
 
 
 @jit
@@ -14,13 +33,14 @@ def advance_average(state, k, En, Pt):
     if k == 0.0:
         En[:] = 0.0
         Pt[:] = 0.0
-        state[SIGMA] = 1.0
-        state[ELL_AVG] = state[ELL]
+        state.sigma[()] = 1.0
+        state.ell_avg[()] = state.ell[()]
         return
     rho = 2.0 / (k + 2.0)
-    state[SIGMA] *= 1.0 - rho
-    state[ELL_AVG] = (1.0 - rho) * state[ELL_AVG] + rho * state[ELL]
-    if state[SIGMA] < 1e-150:
-        En *= state[SIGMA]
-        Pt *= state[SIGMA]
-        state[SIGMA] = 1.0
+    state.sigma[()] *= 1.0 - rho
+    state.ell_avg[()] = (1.0 - rho) * state.ell_avg[()] + rho * state.ell[()]
+    sigma = state.sigma[()]
+    if sigma < 1e-150:
+        En *= sigma
+        Pt *= sigma
+        state.sigma[()] = 1.0

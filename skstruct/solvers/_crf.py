@@ -11,16 +11,21 @@ column ``pairs[1][j]``; every other pair's weight is fixed at 0 (crfsuite's
 default feature set: the attribute-label pairs seen in training).
 """
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 from numba import prange
 
 from .._core import n_chunks, segment_sum
+from .._core._decoders import CHAIN
 from .._core._jit import jit, pjit
 from .._core._validation import check_memory
 from ..inference._api import marginals_batch
 from ..inference._chain import _fb_log, exp_tables, scaled_forward
+from ..inference._modes import EDGES_PER_TABLE
 from ..models._design import column_indices
+from ._lbfgs import lbfgs
 
 # the scaled forward-backward hands a chain to the log-space one when a forward step
 # keeps too little mass (see scaled_forward) or a backward message exceeds _HUGE
@@ -124,13 +129,30 @@ def _fb_rescaled(th, epair, pmax, pwi, e0, T, eu, al, sc, beta, nb, tmp, stage):
     return logz
 
 
+class ChainArrays(NamedTuple):
+    """What :func:`chain_value_grad` reads of a chain design."""
+
+    node_offsets: np.ndarray
+    edge_offsets: np.ndarray
+    xdata: np.ndarray          # node features, CSR
+    xind: np.ndarray
+    xptr: np.ndarray
+    xrow: np.ndarray           # (N,) feature row of each node
+    xoff: np.ndarray           # (N,) column shift of each node's features
+    wptr: np.ndarray           # the weights' feature-column pairs (compact), else dummies
+    wlab: np.ndarray
+    compact: bool              # the node weights are those of the pairs only
+    pw_index: np.ndarray       # (E,) table of each edge
+    y: np.ndarray              # (N,) true labels
+
+
 @pjit
-def chain_value_grad(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, w, wptr, wlab,
-                     compact, P, pwi, y, chunks, G, nll):
+def chain_value_grad(A, w, P, chunks, G, nll):
     """The chain CRF's negative log-likelihood and its gradient in one pass.
 
-    ``w`` the node weights, flat: the ``(F, K)`` table row by row, or with
-    ``compact`` the weights of the pairs ``wptr``/``wlab`` (:func:`seen_pairs`).
+    ``A`` are the design's :class:`ChainArrays`; ``w`` the node weights, flat: the
+    ``(F, K)`` table row by row, or with ``A.compact`` the weights of the pairs
+    ``A.wptr``/``A.wlab`` (:func:`seen_pairs`).
     Per chunk ``c`` of samples, and per sample: node scores, forward-backward
     (scaled, or in log space where scaling fails) and the gradient ``sum_v
     x_v (mu_v - e_{y_v})`` into ``G[c, :w.size]``, the edge tables' into
@@ -139,6 +161,9 @@ def chain_value_grad(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, 
     (``inf`` if a true labelling is impossible).  Stored zeros are skipped.
     Identity class-to-column map only.
     """
+    node_offsets, edge_offsets = A.node_offsets, A.edge_offsets
+    xdata, xind, xptr, xrow, xoff = A.xdata, A.xind, A.xptr, A.xrow, A.xoff
+    wptr, wlab, compact, pwi, y = A.wptr, A.wlab, A.compact, A.pw_index, A.y
     K = P.shape[1]
     M = P.shape[0]
     nW = w.shape[0]
@@ -192,7 +217,8 @@ def chain_value_grad(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, 
             logz = _fb_rescaled(th, epair, pmax, pwi, e0, T, eu, al, sc, beta, nb, tmp, stage)
             if np.isnan(logz):
                 stage[:] = 0.0
-                logz = _fb_log(th, P, pwi, 0, e0, T, al, 2, stage4, 0, beta, nb, tmp, xi)
+                logz = _fb_log(th, P, pwi, 0, e0, T, al, EDGES_PER_TABLE, stage4, 0, beta, nb,
+                               tmp, xi)
             if logz == -np.inf or score == -np.inf:
                 total = np.inf
                 continue
@@ -375,10 +401,7 @@ class CRFObjective:
                                                                        self.K))
         truth = np.zeros(self.chunks.shape[0] - 1)
         P = np.ascontiguousarray(self.design.tables(P))
-        potentials(b.node_offsets, b.edge_offsets, b.edges, D.xdata, D.xind, D.xptr, D.xrow,
-                   D.xoff, np.ascontiguousarray(W), D.cmap, D.csign, D.dense, self.tied,
-                   D.pw_index, D.edata, D.eind, D.eptr, P, D.y,
-                   D.loss_weight, False, self.chunks, theta_v, PE, truth)
+        potentials(D, np.ascontiguousarray(W), P, False, self.chunks, theta_v, PE, truth)
         if self.design.node_offset is not None:
             theta_v += self.design.node_offset
         if self.tied:
@@ -450,7 +473,7 @@ class CRFObjective:
         d = self.design
         return (self.tied and self.identity and self.sw is None and self.offset is None
                 and self.allowed is None and d.node_offset is None and not d.symmetric
-                and bool(np.all(d.kind == 0)))
+                and bool(np.all(d.kind == CHAIN)))
 
     def _fused_arrays(self):
         """What :func:`chain_value_grad` reads of the design, without copies: the
@@ -466,14 +489,18 @@ class CRFObjective:
             wptr = wlab = np.zeros(1, np.int64)
         else:
             wptr, wlab = self.pairs
-        return (X.data, xind, xptr, d.xrow, d.xoff, wptr, wlab, self.pairs is not None, pwi, y)
+        b = d.batch
+        return ChainArrays(node_offsets=b.node_offsets, edge_offsets=b.edge_offsets,
+                           xdata=X.data, xind=xind, xptr=xptr, xrow=d.xrow, xoff=d.xoff,
+                           wptr=wptr, wlab=wlab, compact=self.pairs is not None, pw_index=pwi,
+                           y=y)
 
     def _value_grad_fused(self, w):
         import numba
 
         nW = self.n_node_weights
         b = self.design.batch
-        xdata, xind, xptr, xrow, xoff, wptr, wlab, compact, pwi, y = self._fused_arrays()
+        A = self._fused_arrays()
         # one chunk (and one gradient buffer) per thread
         chunks = b.chunks(numba.get_num_threads())
         n_chunks = chunks.shape[0] - 1
@@ -481,8 +508,7 @@ class CRFObjective:
         nll = np.zeros(n_chunks)
         w = np.ascontiguousarray(w, dtype=np.float64)
         P = w[nW:].reshape(self.P_shape)
-        chain_value_grad(b.node_offsets, b.edge_offsets, xdata, xind, xptr, xrow, xoff,
-                         w[:nW], wptr, wlab, compact, P, pwi, y, chunks, G, nll)
+        chain_value_grad(A, w[:nW], P, chunks, G, nll)
         if not np.all(np.isfinite(nll)):
             raise ValueError("a sample's true labelling has probability 0 under the model (a "
                              "-inf potential forbids it)")
@@ -565,8 +591,11 @@ class CRFObjective:
         return value, g, node
 
 
-def fit_lbfgs(obj, w0, max_iter, tol, verbose=False):
-    """Minimise ``obj`` with scipy's L-BFGS-B.
+def fit_crf_lbfgs(obj, w0, max_iter, tol, verbose=False, memory=6, overwrite_w0=False,
+                  history_dtype=np.float32):
+    """:func:`~skstruct.solvers._lbfgs.lbfgs` on a :class:`CRFObjective` (or anything with
+    a ``value_grad``); ``overwrite_w0``: iterate in ``w0``'s memory; the correction pairs
+    in single precision by default.
 
     Returns
     -------
@@ -576,207 +605,6 @@ def fit_lbfgs(obj, w0, max_iter, tol, verbose=False):
         ``"objective"`` after each iteration and ``"seconds"``, the time
         since the start at that point.
     """
-    import time
-
-    from scipy.optimize import minimize
-
-    hist = {"objective": [], "seconds": []}
-    t0 = time.perf_counter()
-
-    def callback(intermediate_result):
-        hist["objective"].append(float(intermediate_result.fun))
-        hist["seconds"].append(time.perf_counter() - t0)
-        if verbose:
-            print(f"iter {len(hist['objective']):4d}  objective "
-                  f"{hist['objective'][-1]:.8g}", flush=True)
-
-    res = minimize(obj.value_grad, w0, jac=True, method="L-BFGS-B", callback=callback,
-                   options=dict(maxiter=int(max_iter), ftol=float(tol), gtol=0.0,
-                                maxcor=10))
-    return res.x, int(res.nit), {k: np.asarray(v, np.float64) for k, v in hist.items()}
-
-
-@jit
-def _direction(S, Y, rho, order, gamma, g, d, alpha):
-    """``d = -H g`` by L-BFGS's two-loop recursion over the pairs ``order`` (newest
-    first), each dot product fused with the previous update: two passes over
-    every stored pair."""
-    n = g.shape[0]
-    L = order.shape[0]
-    for i in range(n):
-        d[i] = -g[i]
-    if L == 0:
-        for i in range(n):
-            d[i] *= gamma
-        return
-    k = order[0]
-    acc = 0.0
-    for i in range(n):
-        acc += S[k, i] * d[i]
-    a = rho[k] * acc
-    for q in range(L):
-        k = order[q]
-        alpha[k] = a
-        if q + 1 < L:
-            kn = order[q + 1]
-            acc = 0.0
-            for i in range(n):
-                d[i] -= a * Y[k, i]
-                acc += S[kn, i] * d[i]
-            a = rho[kn] * acc
-        else:
-            acc = 0.0
-            for i in range(n):
-                d[i] = gamma * (d[i] - a * Y[k, i])
-                acc += Y[k, i] * d[i]
-    # acc is y_k . d for the oldest pair k = order[L - 1]
-    for q in range(L - 1, -1, -1):
-        k = order[q]
-        c = alpha[k] - rho[k] * acc
-        if q > 0:
-            kn = order[q - 1]
-            acc = 0.0
-            for i in range(n):
-                d[i] += c * S[k, i]
-                acc += Y[kn, i] * d[i]
-        else:
-            for i in range(n):
-                d[i] += c * S[k, i]
-
-
-@jit
-def _axpy(a, d, x):
-    """``x += a * d`` in place."""
-    for i in range(x.shape[0]):
-        x[i] += a * d[i]
-
-
-@jit
-def _store_pair(step, d, g_new, g, s, y):
-    """``s = step * d``, ``y = g_new - g`` (in the history's precision); returns
-    ``s . y`` and ``y . y`` of the stored values."""
-    ys = 0.0
-    yy = 0.0
-    for i in range(d.shape[0]):
-        s[i] = step * d[i]
-        y[i] = g_new[i] - g[i]
-        si = np.float64(s[i])
-        yi = np.float64(y[i])
-        ys += si * yi
-        yy += yi * yi
-    return ys, yy
-
-
-def lbfgs(fun, x0, max_iter, tol, memory=6, callback=None, max_linesearch=20,
-          overwrite_x0=False, history_dtype=np.float64):
-    """Minimise a smooth convex ``fun`` (returning value and gradient) by L-BFGS.
-
-    What crfsuite runs (liblbfgs's defaults): ``memory`` correction pairs, a
-    first step of length 1 along the steepest descent, then unit steps of the
-    quasi-Newton direction, a line search for the Wolfe conditions (sufficient
-    decrease 1e-4, curvature 0.9) by safeguarded quadratic interpolation and
-    doubling, at most ``max_linesearch`` evaluations per iteration.  Stops
-    after ``max_iter`` iterations, when the relative decrease ``(f_k - f_{k+1})
-    / max(|f_k|, |f_{k+1}|, 1)`` is at most ``tol`` (scipy's ``ftol``), at a
-    zero gradient, or when the line search fails (rounding at the optimum).
-
-    Memory: the ``2 * memory`` vectors of the correction pairs, in
-    ``history_dtype`` (float32 halves them; the pairs' products and the
-    direction are still accumulated in float64, and the inverse-Hessian
-    approximation stays consistent with the pairs as stored), and four float64
-    vectors of ``x``'s size while ``fun`` runs: ``x`` (moved in place along
-    the direction, so trial points need no copy), the gradient, the direction
-    and ``fun``'s new gradient; one more for ``x0`` unless
-    ``overwrite_x0``.  scipy's L-BFGS-B keeps ``2 * maxcor + 5`` float64
-    vectors and runs its bound machinery, whose work per iteration rivals a
-    CRF gradient on large problems.
-
-    Returns ``(x, n_iter)``; ``callback(f)`` is called after every iteration.
-    """
-    x = np.asarray(x0, dtype=np.float64)
-    if not (overwrite_x0 and x.flags.c_contiguous and x.flags.writeable) or x is not x0:
-        x = np.array(x, dtype=np.float64, order="C")
-    n = x.shape[0]
-    f, g = fun(x)
-    S = np.empty((memory, n), history_dtype)
-    Y = np.empty((memory, n), history_dtype)
-    rho = np.zeros(memory)
-    alpha = np.zeros(memory)
-    d = -g
-    gnorm = float(np.sqrt(g @ g))
-    step = 1.0 / gnorm if gnorm > 0 else 1.0
-    n_stored, head, n_iter = 0, 0, 0
-    gamma = 1.0
-    c1, c2 = 1e-4, 0.9
-    while n_iter < max_iter and gnorm > 0:
-        gd = float(g @ d)
-        if not gd < 0:
-            # not a descent direction (rounding): restart from steepest descent
-            np.negative(g, out=d)
-            gd = -gnorm * gnorm
-            n_stored = 0
-        lo, hi, f_lo, gd_lo = 0.0, np.inf, f, gd
-        ok = None
-        at = 0.0            # x is the start point + at * d
-        for _ in range(max_linesearch):
-            _axpy(step - at, d, x)
-            at = step
-            f_new, g_new = fun(x)
-            if not (np.isfinite(f_new) and f_new <= f + c1 * step * gd):
-                hi, f_hi = step, f_new
-                h = hi - lo
-                den = 2.0 * (f_hi - f_lo - gd_lo * h) if np.isfinite(f_hi) else np.inf
-                t = -gd_lo * h * h / den if den > 0 else 0.5 * h
-                step = lo + min(max(t, 0.1 * h), 0.5 * h)
-                del g_new
-                continue
-            gd_new = float(g_new @ d)
-            ok = (step, f_new, g_new)
-            if gd_new >= c2 * gd:
-                break
-            # still descending steeply: a longer step
-            lo, f_lo, gd_lo = step, f_new, gd_new
-            step = 2.0 * step if hi == np.inf else 0.5 * (lo + hi)
-            del g_new
-        if ok is None:
-            _axpy(-at, d, x)
-            break
-        step, f_new, g_new = ok
-        del ok
-        if step != at:
-            _axpy(step - at, d, x)
-        n_iter += 1
-        ys, yy = _store_pair(step, d, g_new, g, S[head], Y[head])
-        g = g_new
-        del g_new
-        rel = (f - f_new) / max(abs(f), abs(f_new), 1.0)
-        f = f_new
-        gnorm = float(np.sqrt(g @ g))
-        if callback is not None:
-            callback(f)
-        if rel <= tol:
-            break
-        if ys > 1e-16 * yy and yy > 0:
-            rho[head] = 1.0 / ys
-            gamma = ys / yy
-            head = (head + 1) % memory
-            n_stored = min(n_stored + 1, memory)
-        else:
-            # the slot of the oldest pair was overwritten by the rejected one
-            n_stored = min(n_stored, memory - 1)
-            if n_stored == 0:
-                gamma = 1.0 / gnorm if gnorm > 0 else 1.0
-        order = (head - 1 - np.arange(n_stored)) % memory
-        _direction(S, Y, rho, order.astype(np.int64), gamma, g, d, alpha)
-        step = 1.0
-    return x, n_iter
-
-
-def fit_crf_lbfgs(obj, w0, max_iter, tol, verbose=False, memory=6, overwrite_w0=False,
-                  history_dtype=np.float32):
-    """:func:`lbfgs` on a :class:`CRFObjective`: ``(w, n_iter, history)`` as
-    :func:`fit_lbfgs` returns them (``overwrite_w0``: iterate in ``w0``'s memory;
-    the correction pairs in single precision by default)."""
     import time
 
     hist = {"objective": [], "seconds": []}

@@ -19,7 +19,7 @@ import numpy as np
 from .._core import n_chunks, n_threads
 from ..models._chain import chain_pass, is_plain_chain
 from ..models._oracle import SURROGATES, hinge_pass
-from ..models._predict import scratch
+from ..models._scratch import scratch
 
 
 class DesignSolver:
@@ -80,7 +80,7 @@ class DesignSolver:
         TRW-S / MPLP messages are kept too."""
         for name in self.STATE:
             setattr(self, name, getattr(old, name))
-        self.scratch["msgs"] = old.scratch["msgs"]
+        self.scratch = self.scratch._replace(msgs=old.scratch.msgs)
 
     def relabel(self, old, y_old):
         """Continue from ``old``'s state (the same data, settings and shapes) after the truth
@@ -110,10 +110,9 @@ class DesignSolver:
                            np.zeros(d.batch.n_nodes, np.int64))
             return hinge, ell
         with n_threads(self.n_jobs):
-            hinge_pass(self.D, self.code, 1.0, W, d.tables(P), sc["U"], sc["Ua"], sc["PE"],
-                       sc["msgs"].copy(), sc["bp"], sc["lab"].copy(), sc["Sc"], sc["belief"],
-                       sc["up"], d.max_nodes, d.max_edges, d.batch.chunks(n_chunks()), hinge,
-                       ell)
+            hinge_pass(self.D, self.code, 1.0, W, d.tables(P),
+                       sc._replace(msgs=sc.msgs.copy(), lab=sc.lab.copy()), d.max_nodes,
+                       d.max_edges, d.batch.chunks(n_chunks()), hinge, ell)
         return hinge, ell
 
     def primal(self):

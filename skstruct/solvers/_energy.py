@@ -19,7 +19,7 @@ import numpy as np
 
 from ..inference import bethe_project, marginals_batch
 from ..inference._bethe import one_blas_thread
-from ._crf import CRFObjective, fit_lbfgs, random_blocks
+from ._crf import CRFObjective, fit_crf_lbfgs, random_blocks
 
 
 def psi_of(V, Phi):
@@ -141,7 +141,8 @@ class Alternating:
             proj = self.project(self.obj, W, P, psi_of(self.V, self.Phi))
             sur = Surrogate(self.obj, self.project.energy, proj, self.Phi, C=self.C,
                             C_energy=self.C_energy, fit_theta=self.fit_theta, w=self.w)
-            x, _, _ = fit_lbfgs(sur, sur.pack(self.V, self.w), 30, 1e-9)
+            x, _, _ = fit_crf_lbfgs(sur, sur.pack(self.V, self.w), 30, 1e-9, memory=10,
+                                    history_dtype=np.float64)
         self.V, self.w = sur.unpack(x)
 
 

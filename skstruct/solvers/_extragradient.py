@@ -98,24 +98,29 @@ gap of the weights it leaves, at the price of one Viterbi pass (the protocol pat
 calls ``loss_augmented_inference`` once per sample).
 """
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 from numba import prange
 
 from .._core import n_threads, segment_sum
+from .._core._graph import Forest
 from .._core._jit import jit, pjit
 from ..inference._chain import _fb_log, exp_tables, maxplus_step
-from ..inference._tree import tree_one
+from ..inference._modes import (
+    BOTH_WAYS,
+    EDGES_NONE,
+    EDGES_PER_TABLE,
+    MAX_SUM,
+    SUM_PRODUCT,
+    UPWARD,
+)
+from ..inference._tree import TreeOut, TreeWork, tree_one, tree_work
 from ..models._kernels import add_rows, expand_coef
 from ._crf import _fb_rescaled
 from ._design_solver import DesignSolver
 from ._protocol import ProtocolSolver
-
-# state slots: iterations run; sum_t lambda_t sum_i c_i . z_i^t; whether the look-ahead of
-# the next iteration has been swept; sum_i H_i(w_bar) at the current average; Lambda; the
-# next step to try; sum_i log Z_i at the look-ahead; steps tried; sum_i c_i . z_i at the
-# last step and at the look-ahead
-T_ITER, ELL_SUM, PENDING, HINGE, LAM_SUM, STEP, LOGZ_V, N_TRIALS, ELL_U, ELL_V = range(10)
 
 SUPPORTED = ("solver='extragradient' supports chains and trees (ChainModel; GraphModel on "
              "samples without cycles, without real-valued edge features; MultiLabelModel with "
@@ -125,6 +130,122 @@ SUPPORTED = ("solver='extragradient' supports chains and trees (ChainModel; Grap
              "project (Euclidean projections; e.g. MatchingModel)")
 RELAXED = ("relaxed_labels", "relaxed_joint_feature", "relaxed_scores", "relaxed_loss",
            "project")
+
+
+class SweepGraph(NamedTuple):
+    """The structure a sweep walks: which samples are chains, and the batch's forest
+    order (dummies when every sample is a chain)."""
+
+    is_chain: np.ndarray   # (S,) bool: forward-backward, else the tree kernel
+    order: np.ndarray      # see skstruct._core._graph.Forest
+    parent: np.ndarray
+    parent_edge: np.ndarray
+
+
+class TreeBuffers(NamedTuple):
+    """The tree kernel's per-node arrays, indexed by global node (one row each when every
+    sample is a chain: the chains never touch them)."""
+
+    unary: np.ndarray      # (N, K) node log-potentials
+    belief: np.ndarray     # (N, K)
+    up_msg: np.ndarray     # (N, K)
+    bp: np.ndarray         # (N, K) int64
+    labels: np.ndarray     # (N,) int64
+
+
+class Tables(NamedTuple):
+    """The edge tables of one sweep."""
+
+    log: np.ndarray        # (M, K, K) log-potentials of the sum-product pass
+    epair: np.ndarray      # (M, K, K) their scaled exponentials (``exp_tables``)
+    pmax: np.ndarray       # (M,) the scales
+    bar: np.ndarray        # (M, K, K) ``inv_t * log``: the tables of the hinge's max-sum pass
+    inv_t: float           # > 0: the hinges at the weights ``inv_t (Wc, log)`` are wanted
+
+
+class SampleWork(NamedTuple):
+    """Per-thread scratch of the sample kernels."""
+
+    ucol: np.ndarray       # (C,) one node's parameter-column scores
+    U: np.ndarray          # (M, K) node scores by position in the sample
+    th: np.ndarray         # (M, K) node log-potentials by position (chains)
+    eu: np.ndarray         # (M, K) forward-backward's scratch
+    al: np.ndarray         # (M, K) node marginals by position (chains)
+    sc: np.ndarray         # (M,) forward-backward's scales
+    beta: np.ndarray       # (K,)
+    nb: np.ndarray         # (K,)
+    tmp: np.ndarray        # (K,)
+    delta: np.ndarray      # (K,) the hinge's Viterbi scores
+    best: np.ndarray       # (K,)
+    stage4: np.ndarray     # (1, M, K, K) the sample's edge marginals per table
+    tree: TreeWork         # the tree kernel's scratch (its ``xi`` shared with the chains')
+
+
+class SweepBuffers(NamedTuple):
+    """One buffer per thread chunk of a sweep."""
+
+    W: np.ndarray          # (n_chunks, F, C) joint features' node part
+    P: np.ndarray          # (n_chunks, M, K, K) their pairwise part
+    sums: np.ndarray       # (n_chunks, 3) expected loss, log partition, hinge sums
+
+
+class Settings(NamedTuple):
+    """The constants of an extragradient run."""
+
+    lam: float             # the regularisation (lambda form)
+    beta: float            # weight of the w block in the prox distance
+    step_min: float        # the safe step eta, which always passes the test
+    grow: float            # step growth after an accepted step (1: constant steps)
+    shrink: float          # step shrinkage after a failed test
+    PhiW: np.ndarray       # sum_i phi(x_i, y_i): node part (F, C)
+    PhiP: np.ndarray       # pairwise part (M, K, K)
+
+
+class State(NamedTuple):
+    """The state of dual extrapolation (the scalars as 0-d arrays, updated in place)."""
+
+    Wsum: np.ndarray       # sum_t lambda_t w^t, node part (F, C)
+    Psum: np.ndarray       # its pairwise part (M, K, K)
+    GW: np.ndarray         # sum_t lambda_t sum_i F_i z_i^t
+    GP: np.ndarray
+    GvW: np.ndarray        # sum_i F_i z_i at the pending look-ahead v
+    GvP: np.ndarray
+    GuW: np.ndarray        # sum_i F_i z_i at the last step u^t
+    GuP: np.ndarray
+    n_iter: np.ndarray     # iterations run
+    ell_sum: np.ndarray    # sum_t lambda_t sum_i c_i . z_i^t
+    pending: np.ndarray    # the look-ahead of the next iteration has been swept
+    hinge: np.ndarray      # sum_i H_i(w_bar) at the current average
+    lam_sum: np.ndarray    # Lambda = sum_t lambda_t
+    step: np.ndarray       # the next step to try
+    logz_v: np.ndarray     # sum_i log Z_i at the look-ahead
+    n_trials: np.ndarray   # steps tried
+    ell_u: np.ndarray      # sum_i c_i . z_i at the last step
+    ell_v: np.ndarray      # and at the look-ahead
+
+
+def new_state(W_shape, P_shape, step):
+    """A fresh :class:`State`: nothing accumulated, ``step`` the first step to try."""
+    return State(Wsum=np.zeros(W_shape), Psum=np.zeros(P_shape), GW=np.zeros(W_shape),
+                 GP=np.zeros(P_shape), GvW=np.zeros(W_shape), GvP=np.zeros(P_shape),
+                 GuW=np.zeros(W_shape), GuP=np.zeros(P_shape), n_iter=np.zeros((), np.int64),
+                 ell_sum=np.zeros(()), pending=np.zeros((), np.bool_), hinge=np.zeros(()),
+                 lam_sum=np.zeros(()), step=np.full((), float(step)), logz_v=np.zeros(()),
+                 n_trials=np.zeros((), np.int64), ell_u=np.zeros(()), ell_v=np.zeros(()))
+
+
+class Work(NamedTuple):
+    """Scratch of :func:`extragradient_pass`, weight-shaped unless said."""
+
+    sweep: SweepBuffers
+    VW: np.ndarray         # the look-ahead's weights v_w
+    VP: np.ndarray
+    UW: np.ndarray         # the step's weights u_w
+    UP: np.ndarray
+    W2: np.ndarray         # the trial's weight sums
+    P2: np.ndarray
+    GnW: np.ndarray        # sum_i F_i z_i at the next look-ahead
+    GnP: np.ndarray
 
 
 @jit
@@ -143,13 +264,14 @@ def _copy(src, dst):
 
 
 @jit
-def _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, ident, a_c, ucol,
-                 U, out, o0):
+def _node_scores(D, n0, T, Wc, ident, a_c, ucol, U, out, o0):
     """``U[t, k]``: the score of class ``k`` at node ``n0 + t`` (``csign[k] x_v .
     Wc[:, cmap[k]]``); ``out[o0 + t, k]`` the same plus ``a_c`` times its loss.  ``ident``:
     the class map is the identity (one column per class, sign 1), read directly."""
     K = U.shape[1]
     C = ucol.shape[0]
+    xdata, xind, xptr, xrow, xoff = D.xdata, D.xind, D.xptr, D.xrow, D.xoff
+    y, lw, cmap, csign = D.y, D.loss_weight, D.cmap, D.csign
     for t in range(T):
         v = n0 + t
         r = xrow[v]
@@ -171,11 +293,13 @@ def _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, i
 
 
 @jit
-def _add_node(GW, xdata, xind, xptr, xrow, xoff, v, at, cmap, csign, ident):
+def _add_node(GW, D, v, at, ident):
     """``GW += x_v (x) (node marginal at, through the class map)``."""
     K = at.shape[0]
-    r = xrow[v]
-    o = xoff[v]
+    xdata, xind, xptr = D.xdata, D.xind, D.xptr
+    cmap, csign = D.cmap, D.csign
+    r = D.xrow[v]
+    o = D.xoff[v]
     for p in range(xptr[r], xptr[r + 1]):
         g = GW[xind[p] + o]
         x = xdata[p]
@@ -196,32 +320,34 @@ def _add_tables(GP, stage):
 
 
 @jit
-def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, cmap, csign, ident,
-                  a_c, Pc3, epair, pmax, inv_t, Pbar3, ucol, U, th, eu, al, sc, beta, nb, tmp, xi,
-                  stage4, delta, best, GW, GP):
+def _chain_sample(D, n0, T, e0, ident, Wc, a_c, tab, w, GW, GP):
     """Marginals of the chain of nodes ``n0:n0 + T`` under the log-potentials ``scores(Wc)
-    + a_c loss`` (nodes) and ``Pc3[pwi[e]]`` (edges), their joint feature added into ``GW,
-    GP``.
+    + a_c loss`` (nodes) and ``tab.log[pw_index[e]]`` (edges), their joint feature added
+    into ``GW, GP`` (``tab`` the sweep's :class:`Tables`, ``w`` a :class:`SampleWork`).
 
-    Returns the expected loss under the marginals, the log partition and, if ``inv_t >
-    0``, the hinge at the weights ``inv_t (Wc, Pc3)`` (the max-product score of ``inv_t
-    scores(Wc) + loss`` and ``Pbar3 = inv_t Pc3``, less that of the truth).
+    Returns the expected loss under the marginals, the log partition and, if ``tab.inv_t
+    > 0``, the hinge at the weights ``inv_t (Wc, tab.log)`` (the max-product score of
+    ``inv_t scores(Wc) + loss`` and ``tab.bar``, less that of the truth).
     """
+    U, al, delta, best = w.U, w.al, w.delta, w.best
     K = U.shape[1]
-    _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, ident, a_c,
-                 ucol, U, th, 0)
-    stage = stage4[0]
+    y, lw, pwi = D.y, D.loss_weight, D.pw_index
+    inv_t = tab.inv_t
+    _node_scores(D, n0, T, Wc, ident, a_c, w.ucol, U, w.th, 0)
+    stage = w.stage4[0]
     _zero(stage)
-    logz = _fb_rescaled(th, epair, pmax, pwi, e0, T, eu, al, sc, beta, nb, tmp, stage)
+    logz = _fb_rescaled(w.th, tab.epair, tab.pmax, pwi, e0, T, w.eu, al, w.sc, w.beta, w.nb,
+                        w.tmp, stage)
     if np.isnan(logz):
         # the scaled recursion lost too much mass: log space (exact for any range)
         _zero(stage)
-        logz = _fb_log(th, Pc3, pwi, 0, e0, T, al, 2, stage4, 0, beta, nb, tmp, xi)
+        logz = _fb_log(w.th, tab.log, pwi, 0, e0, T, al, EDGES_PER_TABLE, w.stage4, 0, w.beta,
+                       w.nb, w.tmp, w.tree.xi)
     ell = 0.0
     for t in range(T):
         v = n0 + t
         ell += lw[v] * (1.0 - al[t, y[v]])
-        _add_node(GW, xdata, xind, xptr, xrow, xoff, v, al[t], cmap, csign, ident)
+        _add_node(GW, D, v, al[t], ident)
     if T > 1:
         _add_tables(GP, stage)
     if not inv_t > 0.0:
@@ -232,7 +358,7 @@ def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, cmap
     delta[y[n0]] = U[0, y[n0]] * inv_t
     truth = U[0, y[n0]] * inv_t
     for t in range(1, T):
-        Pbar = Pbar3[pwi[e0 + t - 1]]
+        Pbar = tab.bar[pwi[e0 + t - 1]]
         maxplus_step(delta, Pbar, best)
         v = n0 + t
         wv = lw[v]
@@ -248,25 +374,27 @@ def _chain_sample(n0, T, e0, xdata, xind, xptr, xrow, xoff, y, lw, pwi, Wc, cmap
 
 
 @jit
-def _tree_sample(n0, T, e0, e1, xdata, xind, xptr, xrow, xoff, y, lw, pwi, edges, order,
-                 parent, parent_edge, Wc, cmap, csign, ident, a_c, Pc3, inv_t, Pbar3, ucol, U, tun,
-                 tbel, tup, tbp, tlab, arg, scratch, down, excl, xi, stage4, GW, GP):
+def _tree_sample(D, forest, n0, T, e0, e1, ident, Wc, a_c, tab, tb, w, GW, GP):
     """:func:`_chain_sample` for a tree (or forest) sample of nodes ``n0:n0 + T`` and edges
     ``e0:e1``: sum-product and max-sum by :func:`~skstruct.inference._tree.tree_one`
-    (``tun, tbel, tup, tbp, tlab`` are its per-node arrays, indexed by global node)."""
+    (``tb`` the :class:`TreeBuffers` it works in, indexed by global node)."""
+    U = w.U
     K = U.shape[1]
     n1 = n0 + T
-    _node_scores(n0, T, xdata, xind, xptr, xrow, xoff, y, lw, Wc, cmap, csign, ident, a_c,
-                 ucol, U, tun, n0)
-    _zero(stage4)
-    logz = tree_one(n0, n1, edges, tun, Pc3, pwi, order, parent, parent_edge, False, True,
-                    tlab, tbel, tup, tbp, 2, stage4, 0, arg, scratch, down, excl, xi)
+    y, lw, pwi, edges = D.y, D.loss_weight, D.pw_index, D.edges
+    inv_t = tab.inv_t
+    tun, tbel = tb.unary, tb.belief
+    _node_scores(D, n0, T, Wc, ident, a_c, w.ucol, U, tun, n0)
+    _zero(w.stage4)
+    out = TreeOut(labels=tb.labels, belief=tbel, up_msg=tb.up_msg, bp=tb.bp, edge_out=w.stage4)
+    logz = tree_one(n0, n1, edges, tun, tab.log, pwi, forest, SUM_PRODUCT, BOTH_WAYS,
+                    EDGES_PER_TABLE, out, 0, w.tree)
     ell = 0.0
     for v in range(n0, n1):
         ell += lw[v] * (1.0 - tbel[v, y[v]])
-        _add_node(GW, xdata, xind, xptr, xrow, xoff, v, tbel[v], cmap, csign, ident)
+        _add_node(GW, D, v, tbel[v], ident)
     if e1 > e0:
-        _add_tables(GP, stage4[0])
+        _add_tables(GP, w.stage4[0])
     if not inv_t > 0.0:
         return ell, logz, 0.0
     truth = 0.0
@@ -277,48 +405,50 @@ def _tree_sample(n0, T, e0, e1, xdata, xind, xptr, xrow, xoff, y, lw, pwi, edges
         tun[v, y[v]] = U[t, y[v]] * inv_t
         truth += tun[v, y[v]]
     for e in range(e0, e1):
-        truth += Pbar3[pwi[e], y[edges[e, 0]], y[edges[e, 1]]]
-    mx = tree_one(n0, n1, edges, tun, Pbar3, pwi, order, parent, parent_edge, True, False,
-                  tlab, tbel, tup, tbp, 0, stage4, 0, arg, scratch, down, excl, xi)
+        truth += tab.bar[pwi[e], y[edges[e, 0]], y[edges[e, 1]]]
+    mx = tree_one(n0, n1, edges, tun, tab.bar, pwi, forest, MAX_SUM, UPWARD, EDGES_NONE, out,
+                  0, w.tree)
     return ell, logz, max(mx - truth, 0.0)
 
 
+@jit
+def _put_sums(buf, c, ell, logz, hinge):
+    buf.sums[c, 0] = ell
+    buf.sums[c, 1] = logz
+    buf.sums[c, 2] = hinge
+
+
+@jit
+def _sample_work(C, M, K, n_tables):
+    """A fresh :class:`SampleWork` (``M`` the longest sample's nodes)."""
+    return SampleWork(ucol=np.empty(C), U=np.empty((M, K)), th=np.empty((M, K)),
+                      eu=np.empty((M, K)), al=np.empty((M, K)), sc=np.empty(M),
+                      beta=np.empty(K), nb=np.empty(K), tmp=np.empty(K), delta=np.empty(K),
+                      best=np.empty(K), stage4=np.empty((1, n_tables, K, K)),
+                      tree=tree_work(K))
+
+
 @pjit
-def _sample_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi, cmap,
-                  csign, forest, tbuf, chunks, Wc, a_c, Pc3, epair, pmax, inv_t, Pbar3,
-                  max_nodes, bufW, bufP, sums):
+def _sample_sweep(D, graph, tb, chunks, Wc, a_c, tab, max_nodes, buf):
     """One sum-product sweep over every sample, parallel over ``chunks`` (one buffer
-    each): chunk ``c`` adds its joint features into ``bufW[c], bufP[c]`` and writes its
-    expected loss, log partition and hinge sums into ``sums[c]``.  Chains run
-    forward-backward, the other (forest) samples the tree kernel: ``forest = (is_chain,
-    edges, order, parent, parent_edge)``, ``tbuf`` its per-node arrays."""
+    each): chunk ``c`` adds its joint features into ``buf.W[c], buf.P[c]`` and writes its
+    expected loss, log partition and hinge sums into ``buf.sums[c]``.  Chains run
+    forward-backward, the other (forest) samples the tree kernel (``graph`` a
+    :class:`SweepGraph`, ``tb`` the :class:`TreeBuffers`)."""
+    cmap, csign = D.cmap, D.csign
+    node_offsets, edge_offsets = D.node_offsets, D.edge_offsets
     K = cmap.shape[0]
     C = Wc.shape[1]
     M = max(max_nodes, 1)
-    n_tables = Pc3.shape[0]
-    is_chain, edges, order, parent, parent_edge = forest
-    tun, tbel, tup, tbp, tlab = tbuf
+    n_tables = tab.log.shape[0]
+    is_chain = graph.is_chain
+    forest = Forest(order=graph.order, parent=graph.parent, parent_edge=graph.parent_edge)
+    bufW, bufP = buf.W, buf.P
     ident = C == K
     for k in range(K):
         ident = ident and cmap[k] == k and csign[k] == 1.0
     for c in prange(chunks.shape[0] - 1):
-        ucol = np.empty(C)
-        U = np.empty((M, K))
-        th = np.empty((M, K))
-        eu = np.empty((M, K))
-        al = np.empty((M, K))
-        sc = np.empty(M)
-        beta = np.empty(K)
-        nb = np.empty(K)
-        tmp = np.empty(K)
-        delta = np.empty(K)
-        best = np.empty(K)
-        xi = np.empty((K, K))
-        stage4 = np.empty((1, n_tables, K, K))
-        arg = np.empty(K, np.int64)
-        scratch = np.empty(K)
-        down = np.empty(K)
-        excl = np.empty(K)
+        w = _sample_work(C, M, K, n_tables)
         GW = bufW[c]
         GP = bufP[c]
         _zero(GW)
@@ -332,27 +462,21 @@ def _sample_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, 
             if T == 0:
                 continue
             if is_chain[s]:
-                e, z, h = _chain_sample(n0, T, edge_offsets[s], xdata, xind, xptr, xrow, xoff,
-                                        y, lw, pwi, Wc, cmap, csign, ident, a_c, Pc3, epair,
-                                        pmax, inv_t, Pbar3, ucol, U, th, eu, al, sc, beta, nb,
-                                        tmp, xi, stage4, delta, best, GW, GP)
+                e, z, h = _chain_sample(D, n0, T, edge_offsets[s], ident, Wc, a_c, tab, w, GW,
+                                        GP)
             else:
-                e, z, h = _tree_sample(n0, T, edge_offsets[s], edge_offsets[s + 1], xdata,
-                                       xind, xptr, xrow, xoff, y, lw, pwi, edges, order, parent,
-                                       parent_edge, Wc, cmap, csign, ident, a_c, Pc3, inv_t,
-                                       Pbar3, ucol, U, tun, tbel, tup, tbp, tlab, arg, scratch,
-                                       down, excl, xi, stage4, GW, GP)
+                e, z, h = _tree_sample(D, forest, n0, T, edge_offsets[s],
+                                       edge_offsets[s + 1], ident, Wc, a_c, tab, tb, w, GW, GP)
             ell += e
             logz += z
             hinge += h
-        sums[c, 0] = ell
-        sums[c, 1] = logz
-        sums[c, 2] = hinge
+        # through a compiled helper: a parallel loop loses writes made through a named
+        # tuple's fields in its own body
+        _put_sums(buf, c, ell, logz, hinge)
 
 
 @jit
-def _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi, cmap, csign,
-           forest, tbuf, chunks, Wc, Pc, a_c, inv_t, max_nodes, bufW, bufP, sums, outW, outP):
+def _sweep(D, graph, tb, chunks, Wc, Pc, a_c, inv_t, max_nodes, buf, outW, outP):
     """``outW, outP = sum_i F_i z_i`` for the marginals ``z_i`` of the log-potentials
     ``scores(Wc, Pc) + a_c loss`` (``Pc`` one table per edge type); returns ``sum_i c_i .
     z_i``, ``sum_i log Z_i`` and, if ``inv_t > 0`` (a Viterbi pass over the same scores),
@@ -363,9 +487,8 @@ def _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi
     for q in range(fp.shape[0]):
         fb[q] = inv_t * fp[q]
     epair, pmax = exp_tables(Pc)
-    _sample_sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi, cmap,
-                  csign, forest, tbuf, chunks, Wc, a_c, Pc, epair, pmax, inv_t, Pbar3,
-                  max_nodes, bufW, bufP, sums)
+    tab = Tables(log=Pc, epair=epair, pmax=pmax, bar=Pbar3, inv_t=inv_t)
+    _sample_sweep(D, graph, tb, chunks, Wc, a_c, tab, max_nodes, buf)
     ow = outW.ravel()
     op = outP.ravel()
     _zero(ow)
@@ -374,15 +497,15 @@ def _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi
     logz = 0.0
     hinge = 0.0
     for c in range(chunks.shape[0] - 1):
-        bw = bufW[c].ravel()
+        bw = buf.W[c].ravel()
         for q in range(ow.shape[0]):
             ow[q] += bw[q]
-        bp = bufP[c].ravel()
+        bp = buf.P[c].ravel()
         for q in range(op.shape[0]):
             op[q] += bp[q]
-        ell += sums[c, 0]
-        logz += sums[c, 1]
-        hinge += sums[c, 2]
+        ell += buf.sums[c, 0]
+        logz += buf.sums[c, 1]
+        hinge += buf.sums[c, 2]
     return ell, logz, hinge
 
 
@@ -445,56 +568,60 @@ def _error_w(lam, beta, n, step, V, U, Gv, Gu):
 
 
 @jit
-def extragradient_pass(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y, lw, pwi,
-                       cmap, csign, forest, tbuf, chunks, n_iter, lam, beta, step_min, grow,
-                       shrink, PhiW, PhiP, Wsum, Psum, GW, GP, GvW, GvP, GuW, GuP, state, bufW,
-                       bufP, sums, VW, VP, UW, UP, W2, P2, GnW, GnP, max_nodes):
+def extragradient_pass(D, graph, tb, chunks, n_iter, cfg, st, work, max_nodes):
     """``n_iter`` iterations of dual extrapolation on chains and trees (KL projections), in
     place.
 
-    ``Wsum, Psum`` hold ``sum_t lambda_t w^t``, ``GW, GP`` ``sum_t lambda_t sum_i F_i
-    z_i^t`` and ``state`` the weighted loss sum and ``Lambda = sum_t lambda_t`` (see the
-    slots); ``GvW, GvP`` hold ``sum_i F_i z_i`` at the pending look-ahead ``v`` (its log
-    partitions in ``state[LOGZ_V]``) and ``state[HINGE]`` the hinge sum at the average
-    ``Wsum / Lambda``.  Each trial of a step ``lambda``: the ``w``-step, the sweep of the
-    step's marginals ``z(u)``, the sweep of the next look-ahead (with the hinges at the
-    new average), and the test of the step's error term; a failed test halves
-    ``lambda`` (down to ``step_min``, the safe step, which always passes) and tries
-    again, a passed one commits and lets the next step grow by ``grow``.
+    ``D`` is the design's :class:`~skstruct.models._design.DesignArrays`, ``graph`` and
+    ``tb`` the sweep's :class:`SweepGraph` and :class:`TreeBuffers`, ``cfg`` the
+    :class:`Settings`, ``st`` the :class:`State` and ``work`` a :class:`Work`.
+    ``st.Wsum, st.Psum`` hold ``sum_t lambda_t w^t``, ``st.GW, st.GP`` ``sum_t lambda_t
+    sum_i F_i z_i^t``; ``st.GvW, st.GvP`` hold ``sum_i F_i z_i`` at the pending look-ahead
+    ``v`` (its log partitions in ``st.logz_v``) and ``st.hinge`` the hinge sum at the
+    average ``Wsum / Lambda``.  Each trial of a step ``lambda``: the ``w``-step, the sweep
+    of the step's marginals ``z(u)``, the sweep of the next look-ahead (with the hinges at
+    the new average), and the test of the step's error term; a failed test halves
+    ``lambda`` (down to ``cfg.step_min``, the safe step, which always passes) and tries
+    again, a passed one commits and lets the next step grow by ``cfg.grow``.
     """
-    n = node_offsets.shape[0] - 1
+    n = D.node_offsets.shape[0] - 1
+    lam, beta, step_min = cfg.lam, cfg.beta, cfg.step_min
+    PhiW, PhiP = cfg.PhiW, cfg.PhiP
+    Wsum, Psum, GW, GP = st.Wsum, st.Psum, st.GW, st.GP
+    GvW, GvP, GuW, GuP = st.GvW, st.GvP, st.GuW, st.GuP
+    VW, VP, UW, UP = work.VW, work.VP, work.UW, work.UP
+    W2, P2, GnW, GnP = work.W2, work.P2, work.GnW, work.GnP
+    buf = work.sweep
     for _ in range(n_iter):
-        lam_sum = state[LAM_SUM]
-        if state[PENDING] == 0.0:
+        lam_sum = st.lam_sum[()]
+        if not st.pending[()]:
             inv = 1.0 / lam_sum if lam_sum > 0.0 else 0.0
-            ell_v, lz, h = _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y,
-                                  lw, pwi, cmap, csign, forest, tbuf, chunks, Wsum, Psum,
-                                  lam_sum, inv, max_nodes, bufW, bufP, sums, GvW, GvP)
-            state[HINGE] = h
-            state[LOGZ_V] = lz
-            state[ELL_V] = ell_v
-            state[PENDING] = 1.0
+            ell_v, lz, h = _sweep(D, graph, tb, chunks, Wsum, Psum, lam_sum, inv, max_nodes,
+                                  buf, GvW, GvP)
+            st.hinge[()] = h
+            st.logz_v[()] = lz
+            st.ell_v[()] = ell_v
+            st.pending[()] = True
         _look_ahead(lam, beta, n, lam_sum, Wsum, GW, PhiW, VW)
         _look_ahead(lam, beta, n, lam_sum, Psum, GP, PhiP, VP)
-        step = state[STEP]
+        step = st.step[()]
         while True:
-            state[N_TRIALS] += 1.0
+            st.n_trials[()] += 1
             _step(lam, beta, n, step, VW, GvW, PhiW, Wsum, UW, W2)
             _step(lam, beta, n, step, VP, GvP, PhiP, Psum, UP, P2)
-            ell_u, _, _ = _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y,
-                                 lw, pwi, cmap, csign, forest, tbuf, chunks, W2, P2,
-                                 lam_sum + step, 0.0, max_nodes, bufW, bufP, sums, GuW, GuP)
+            ell_u, _, _ = _sweep(D, graph, tb, chunks, W2, P2, lam_sum + step, 0.0, max_nodes,
+                                 buf, GuW, GuP)
             _axpy_into(Wsum, step, UW, W2)
             _axpy_into(Psum, step, UP, P2)
             new_sum = lam_sum + step
-            ell_v, lz, h = _sweep(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff, y,
-                                  lw, pwi, cmap, csign, forest, tbuf, chunks, W2, P2, new_sum,
-                                  1.0 / new_sum, max_nodes, bufW, bufP, sums, GnW, GnP)
+            ell_v, lz, h = _sweep(D, graph, tb, chunks, W2, P2, new_sum, 1.0 / new_sum,
+                                  max_nodes, buf, GnW, GnP)
             ew, dw = _error_w(lam, beta, n, step, VW, UW, GvW, GuW)
             ep, dp = _error_w(lam, beta, n, step, VP, UP, GvP, GuP)
             # the z blocks' part: 1/n sum_i KL(u_i || v+_i) - KL(u_i || v_i)
-            ez = (-step * (ell_u + dw + dp) + (lz - state[LOGZ_V])) / n
-            slack = 1e-12 * (abs(lz) + abs(state[LOGZ_V])) / n
+            logz_v = st.logz_v[()]
+            ez = (-step * (ell_u + dw + dp) + (lz - logz_v)) / n
+            slack = 1e-12 * (abs(lz) + abs(logz_v)) / n
             if ew + ep + ez <= slack or step <= step_min:
                 _copy(W2, Wsum)
                 _copy(P2, Psum)
@@ -502,20 +629,20 @@ def extragradient_pass(node_offsets, edge_offsets, xdata, xind, xptr, xrow, xoff
                 _axpy_into(GP, step, GuP, GP)
                 _copy(GnW, GvW)
                 _copy(GnP, GvP)
-                state[ELL_SUM] += step * ell_u
-                state[ELL_U] = ell_u
-                state[ELL_V] = ell_v
-                state[LAM_SUM] = new_sum
-                state[LOGZ_V] = lz
-                state[HINGE] = h
-                state[T_ITER] += 1.0
+                st.ell_sum[()] += step * ell_u
+                st.ell_u[()] = ell_u
+                st.ell_v[()] = ell_v
+                st.lam_sum[()] = new_sum
+                st.logz_v[()] = lz
+                st.hinge[()] = h
+                st.n_iter[()] += 1
                 # doubling until the first failed test finds the scale, then ``grow``
-                if grow > 1.0 and state[N_TRIALS] == state[T_ITER]:
-                    state[STEP] = 2.0 * grow * step
+                if cfg.grow > 1.0 and st.n_trials[()] == st.n_iter[()]:
+                    st.step[()] = 2.0 * cfg.grow * step
                 else:
-                    state[STEP] = grow * step
+                    st.step[()] = cfg.grow * step
                 break
-            step = max(step * shrink, step_min)
+            step = max(step * cfg.shrink, step_min)
 
 
 def step_sizes(lam, R, D_z, P0, beta=None):
@@ -534,20 +661,22 @@ def step_sizes(lam, R, D_z, P0, beta=None):
 
 
 def forest_arrays(batch, K):
-    """``(forest, tbuf)`` of the sweep: ``(is_chain, edges, order, parent, parent_edge)``
-    and the tree kernel's per-node arrays (one row when every sample is a chain: the
-    chains never touch them)."""
+    """``(graph, tb)`` of the sweep: its :class:`SweepGraph` and the tree kernel's
+    :class:`TreeBuffers` (one row when every sample is a chain: the chains never touch
+    them)."""
     chain = batch.is_chain
     if chain.all():
         rows = 1
-        order = parent = parent_edge = np.zeros(1, np.int64)
+        forest = Forest.dummy()
     else:
         rows = batch.n_nodes
-        order, parent, parent_edge, _ = batch.forest
-    forest = (np.ascontiguousarray(chain), batch.edges, order, parent, parent_edge)
-    tbuf = (np.zeros((rows, K)), np.zeros((rows, K)), np.zeros((rows, K)),
-            np.zeros((rows, K), np.int64), np.zeros(rows, np.int64))
-    return forest, tbuf
+        forest = batch.forest
+    graph = SweepGraph(is_chain=np.ascontiguousarray(chain), order=forest.order,
+                       parent=forest.parent, parent_edge=forest.parent_edge)
+    tb = TreeBuffers(unary=np.zeros((rows, K)), belief=np.zeros((rows, K)),
+                     up_msg=np.zeros((rows, K)), bp=np.zeros((rows, K), np.int64),
+                     labels=np.zeros(rows, np.int64))
+    return graph, tb
 
 
 def design_error(design):
@@ -571,13 +700,13 @@ def design_error(design):
 class Extragradient(DesignSolver):
     """Dual extragradient on a chain or tree design (KL projections by sum-product).
 
-    State: ``Wsum, Psum`` (the step-weighted sum of the iterates ``w^t``), ``GW, GP``
-    (that of ``sum_i F_i z_i^t``), ``GvW, GvP`` (the pending look-ahead's), ``state``
-    (see the slots).  One :meth:`run_pass` is one iteration: a sum-product sweep
-    for the step, one for the next look-ahead fused with a Viterbi pass for the
-    hinges at the new average, in one compiled call (and two more sweeps for every
-    step that fails its test).  ``order`` is ignored (a batch method); an empty one
-    only compiles.
+    State: the :class:`State` named tuple ``state``: ``Wsum, Psum`` (the step-weighted sum
+    of the iterates ``w^t``), ``GW, GP`` (that of ``sum_i F_i z_i^t``), ``GvW, GvP`` (the
+    pending look-ahead's) and the scalars of the step schedule and the certificate.  One
+    :meth:`run_pass` is one iteration: a sum-product sweep for the step, one for the next
+    look-ahead fused with a Viterbi pass for the hinges at the new average, in one compiled
+    call (and two more sweeps for every step that fails its test).  ``order`` is ignored (a
+    batch method); an empty one only compiles.
 
     Parameters
     ----------
@@ -594,8 +723,7 @@ class Extragradient(DesignSolver):
     """
 
     has_dual = True
-    STATE = DesignSolver.STATE + ("Wsum", "Psum", "GW", "GP", "GvW", "GvP", "GuW", "GuP",
-                                  "state", "eta", "beta", "adaptive")
+    STATE = DesignSolver.STATE + ("state", "eta", "beta", "adaptive")
     GROW = 1.25
     SHRINK = 0.5
 
@@ -613,8 +741,6 @@ class Extragradient(DesignSolver):
         # one table per edge type; a model without edges keeps one unused table
         M = max(self.P.shape[0], 1)
         D = self.D
-        self.Wsum, self.GW, self.GvW, self.GuW = (np.zeros((F, C)) for _ in range(4))
-        self.Psum, self.GP, self.GvP, self.GuP = (np.zeros((M, K, K)) for _ in range(4))
         # sum_i phi(x_i, y_i): the class map sends class k to column cmap[k] with sign
         # csign[k]
         coef = np.zeros((b.n_nodes, C))
@@ -641,39 +767,35 @@ class Extragradient(DesignSolver):
         P0 = float(np.sum(D.loss_weight) / S)
         self.eta, self.beta = step_sizes(self.lam, self.R, D_z, P0, beta)
         self.adaptive = bool(adaptive)
-        self.state = np.zeros(10)
-        self.state[STEP] = self.eta
-        self._buffers = None
-        self._forest, self._tree_buffers = forest_arrays(b, K)
+        self.state = new_state((F, C), (M, K, K), self.eta)
+        self._work = None
+        self._graph, self._tree_buffers = forest_arrays(b, K)
 
     def key(self):
         return super().key() + (self.eta, self.beta, self.adaptive)
 
-    def _buffers_for(self, n_chunks):
-        W, P = self.Wsum.shape, self.Psum.shape
-        if self._buffers is None or self._buffers[0].shape[0] != n_chunks:
-            # VW, VP, UW, UP, W2, P2, GnW, GnP
-            pairs = [a for _ in range(4) for a in (np.zeros(W), np.zeros(P))]
-            self._buffers = (np.zeros((n_chunks,) + W), np.zeros((n_chunks,) + P),
-                             np.zeros((n_chunks, 3)), *pairs)
-        return self._buffers
+    def _work_for(self, n_chunks):
+        W, P = self.state.Wsum.shape, self.state.Psum.shape
+        if self._work is None or self._work.sweep.sums.shape[0] != n_chunks:
+            sweep = SweepBuffers(W=np.zeros((n_chunks,) + W), P=np.zeros((n_chunks,) + P),
+                                 sums=np.zeros((n_chunks, 3)))
+            self._work = Work(sweep=sweep, VW=np.zeros(W), VP=np.zeros(P), UW=np.zeros(W),
+                              UP=np.zeros(P), W2=np.zeros(W), P2=np.zeros(P), GnW=np.zeros(W),
+                              GnP=np.zeros(P))
+        return self._work
 
     def run_pass(self, order):
         """One iteration; returns the duality gap of the average it leaves (0 for an
         empty ``order``, which only compiles the kernels)."""
         n_iter = 1 if len(order) else 0
-        D = self.D
         b = self.design.batch
         grow, shrink = (self.GROW, self.SHRINK) if self.adaptive else (1.0, 1.0)
+        cfg = Settings(lam=self.lam, beta=self.beta, step_min=self.eta, grow=grow,
+                       shrink=shrink, PhiW=self.PhiW, PhiP=self.PhiP)
         with n_threads(self.n_jobs):
             chunks = b.chunks(numba.get_num_threads())
-            extragradient_pass(b.node_offsets, b.edge_offsets, D.xdata, D.xind, D.xptr, D.xrow,
-                               D.xoff, D.y, D.loss_weight, D.pw_index, D.cmap, D.csign,
-                               self._forest,
-                               self._tree_buffers, chunks, n_iter, self.lam, self.beta,
-                               self.eta, grow, shrink, self.PhiW, self.PhiP, self.Wsum,
-                               self.Psum, self.GW, self.GP, self.GvW, self.GvP, self.GuW,
-                               self.GuP, self.state, *self._buffers_for(chunks.shape[0] - 1),
+            extragradient_pass(self.D, self._graph, self._tree_buffers, chunks, n_iter, cfg,
+                               self.state, self._work_for(chunks.shape[0] - 1),
                                self.design.max_nodes)
         if not n_iter:
             return 0.0
@@ -682,15 +804,16 @@ class Extragradient(DesignSolver):
     @property
     def step(self):
         """The step size the next iteration will try first."""
-        return float(self.state[STEP])
+        return float(self.state.step)
 
     def weights(self):
         """The weighted average ``w_bar`` of the iterates (zeros before the first)."""
-        L = self.state[LAM_SUM]
+        st = self.state
+        L = float(st.lam_sum)
         if L == 0:
             return np.zeros_like(self.W), np.zeros_like(self.P)
-        P = self.Psum / L if self.P.shape[0] else np.zeros_like(self.P)
-        return self.Wsum / L, P
+        P = st.Psum / L if self.P.shape[0] else np.zeros_like(self.P)
+        return st.Wsum / L, P
 
     def _dual(self, GW, GP, ell):
         """``D(z) = -lam / 2 ||w(z)||^2 + ell / n`` from ``sum_i F_i z_i`` and ``ell = sum_i
@@ -704,22 +827,23 @@ class Extragradient(DesignSolver):
     def duals(self):
         """``D`` at the average ``z_bar``, at the last iterate ``z^t`` and at the next
         look-ahead ``z(v)`` (NaN before the first iteration)."""
-        L = self.state[LAM_SUM]
+        st = self.state
+        L = float(st.lam_sum)
         if L == 0:
             return np.nan, np.nan, np.nan
-        return (self._dual(self.GW / L, self.GP / L, self.state[ELL_SUM] / L),
-                self._dual(self.GuW, self.GuP, self.state[ELL_U]),
-                self._dual(self.GvW, self.GvP, self.state[ELL_V]))
+        return (self._dual(st.GW / L, st.GP / L, float(st.ell_sum) / L),
+                self._dual(st.GuW, st.GuP, float(st.ell_u)),
+                self._dual(st.GvW, st.GvP, float(st.ell_v)))
 
     def objective(self):
         """``(P(w_bar), D, gap)`` from the state (no pass over the data), ``D`` the best
         of :meth:`duals`: every feasible ``z`` bounds the optimum from below."""
-        L = self.state[LAM_SUM]
+        L = float(self.state.lam_sum)
         if L == 0:
             return super().objective()
         W, P = self.weights()
         primal = 0.5 * self.lam * float(np.sum(W * W) + np.sum(P * P)) + \
-            self.state[HINGE] / self.n_samples
+            float(self.state.hinge) / self.n_samples
         dual = max(self.duals())
         return primal, dual, primal - dual
 

@@ -485,13 +485,12 @@ class OneSlack(_CuttingPlane, DesignSolver):
                        np.ascontiguousarray(self.P[0]), d.max_nodes, empty, np.zeros(S),
                        np.zeros(S), self._lab)
         else:
-            hinge_pass(self.D, self.code, 1.0, self.W, d.tables(self.P), sc["U"], sc["Ua"],
-                       sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], sc["belief"], sc["up"],
+            hinge_pass(self.D, self.code, 1.0, self.W, d.tables(self.P), sc,
                        d.max_nodes, d.max_edges, empty, np.zeros(S), np.zeros(S))
         GW, GP = self._split(np.zeros(self.ws.dim))
         plane_from_labels(self.D, self._lab, 0, 0, 0, 0, 1.0, GW, GP)
         if self.cache.shape[0]:
-            cache_pass(self.D, self.W, d.tables(self.P), sc["U"], sc["PE"], self.cache,
+            cache_pass(self.D, self.W, d.tables(self.P), sc.U, sc.PE, self.cache,
                        self.cache_n, empty, self._lab, np.zeros(S))
             cache_store(self.D.node_offsets[:1], self.D.y, self._lab, self.cache,
                         self.cache_n, self.cache_pos)
@@ -507,7 +506,7 @@ class OneSlack(_CuttingPlane, DesignSolver):
         and drops the planes; ``doc/benchmarks.md`` has the comparison)."""
         for name in ("cache", "cache_n", "cache_pos"):
             setattr(self, name, getattr(old, name).copy())
-        self.scratch["msgs"] = old.scratch["msgs"]
+        self.scratch = self.scratch._replace(msgs=old.scratch.msgs)
 
     def _split(self, flat):
         F, Kp = self.W.shape
@@ -538,10 +537,9 @@ class OneSlack(_CuttingPlane, DesignSolver):
             else:
                 sc = self.scratch
                 # the TRW-S messages are kept from one call to the next, as BCFW's are
-                hinge_pass(D, self.code, 1.0, self.W, d.tables(self.P), sc["U"], sc["Ua"],
-                           sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], sc["belief"],
-                           sc["up"], d.max_nodes, d.max_edges, chunks, hinge, ell)
-                lab = sc["lab"]
+                hinge_pass(D, self.code, 1.0, self.W, d.tables(self.P), sc, d.max_nodes,
+                           d.max_edges, chunks, hinge, ell)
+                lab = sc.lab
         g, b = self._plane(lab)
         return g, b, hinge.sum() / S, lab.copy() if self.cache.shape[0] else None
 
@@ -551,7 +549,7 @@ class OneSlack(_CuttingPlane, DesignSolver):
         sc = self.scratch
         S = self.n_samples
         with n_threads(self.n_jobs):
-            cache_pass(self.D, self.W, self.design.tables(self.P), sc["U"], sc["PE"],
+            cache_pass(self.D, self.W, self.design.tables(self.P), sc.U, sc.PE,
                        self.cache, self.cache_n, self.design.batch.chunks(n_chunks()),
                        self._lab, np.zeros(S))
         return self._plane(self._lab)

@@ -14,6 +14,8 @@ decoder.  :class:`ProtocolPerceptron` runs the same arithmetic through the model
 protocol, one sample at a time.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._core._jit import jit
@@ -22,32 +24,47 @@ from ..models._oracle import _corner, make_work
 from ._design_solver import DesignSolver
 from ._protocol import ProtocolSolver
 
-# state slots: the number of steps (samples visited) so far
-COUNT = 0
+
+class State(NamedTuple):
+    """The perceptron's counter, a 0-d array the kernel updates in place."""
+
+    count: np.ndarray      # steps (samples visited) so far
+
+
+class Average(NamedTuple):
+    """The iterate and the accumulators of its lazy average."""
+
+    W: np.ndarray
+    P: np.ndarray
+    Wu: np.ndarray
+    Pu: np.ndarray
 
 
 @jit
-def perceptron_epoch(D, surrogate, order, W, P, Wu, Pu, state, U, Ua, PE, msgs, bp, lab, Sc,
-                     belief, up, max_nodes, max_edges, mistakes, Ps):
+def perceptron_epoch(D, surrogate, order, it, state, sc, max_nodes, max_edges, mistakes, Ps):
     """One epoch over ``order``; ``mistakes[s]`` is 1 where sample ``s`` was
     decoded wrongly (and stepped).  Returns the number of wrongly decoded nodes.
-    ``Ps`` (shaped as ``P``) receives the tables of an undirected design."""
+    ``it`` is the :class:`Average`, ``state`` the :class:`State`, ``sc`` the oracle's
+    :class:`~skstruct.models._scratch.OracleScratch`; ``Ps`` (shaped as ``P``) receives
+    the tables of an undirected design."""
+    W, P, Wu, Pu = it.W, it.P, it.Wu, it.Pu
+    U, lab, Sc = sc.U, sc.lab, sc.Sc
     K = U.shape[1]
     Kp = W.shape[1]
     xdata, xind, xptr = D.xdata, D.xind, D.xptr
     edata, eind, eptr = D.edata, D.eind, D.eptr
-    work = make_work(K, max_nodes, max_edges, belief, up)
+    work = make_work(K, max_nodes, max_edges, sc.belief, sc.up)
     wrong = 0.0
     for i in range(order.shape[0]):
         s = order[i]
-        c = state[COUNT]
+        c = state.count[()]
         if D.sym:
             symmetric_into(P, 1.0, Ps)
             Pc = Ps
         else:
             Pc = P
-        _, _, n_trip = _corner(D, s, 1.0, W, Pc, U, Ua, PE, msgs, bp, lab, Sc, work,
-                               surrogate)
+        _, _, n_trip = _corner(D, s, 1.0, W, Pc, U, sc.Ua, sc.PE, sc.msgs, sc.bp, lab, Sc,
+                               work, surrogate)
         n_wrong = 0
         for v in range(D.node_offsets[s], D.node_offsets[s + 1]):
             if lab[v] != D.y[v]:
@@ -76,7 +93,7 @@ def perceptron_epoch(D, surrogate, order, W, P, Wu, Pu, state, U, Ua, PE, msgs, 
                     d = wq * edata[p]
                     P[eind[p], ta, tb] += d
                     Pu[eind[p], ta, tb] += c * d
-        state[COUNT] = c + 1.0
+        state.count[()] = c + 1.0
     return wrong
 
 
@@ -95,22 +112,20 @@ class Perceptron(DesignSolver):
         self.Wu = np.zeros_like(self.W)
         self.Pu = np.zeros_like(self.P)
         self.Ps = np.zeros_like(self.P)
-        self.state = np.zeros(1)
+        self.state = State(count=np.zeros(()))
         self.mistakes = np.zeros(self.n_samples, np.int64)
 
     def run_pass(self, order):
         """One epoch over ``order``; returns ``(samples stepped, nodes decoded wrongly)``."""
-        sc = self.scratch
         d = self.design
-        wrong = perceptron_epoch(self.D, self.code, order, self.W, self.P, self.Wu, self.Pu,
-                                 self.state, sc["U"], sc["Ua"], sc["PE"], sc["msgs"], sc["bp"],
-                                 sc["lab"], sc["Sc"], sc["belief"], sc["up"], d.max_nodes,
-                                 d.max_edges, self.mistakes, self.Ps)
+        it = Average(W=self.W, P=self.P, Wu=self.Wu, Pu=self.Pu)
+        wrong = perceptron_epoch(self.D, self.code, order, it, self.state, self.scratch,
+                                 d.max_nodes, d.max_edges, self.mistakes, self.Ps)
         return int(self.mistakes[order].sum()), int(wrong)
 
     def weights(self):
         """The average of the iterates, or the last iterate."""
-        c = self.state[COUNT]
+        c = float(self.state.count)
         if self.averaging and c > 0.0:
             return self.W - self.Wu / c, self.P - self.Pu / c
         return self.W.copy(), self.P.copy()

@@ -15,21 +15,39 @@ from numba import prange
 
 from .._core import n_chunks
 from .._core._decoders import CHAIN, TREE
+from .._core._graph import Adjacency
 from .._core._jit import pjit
 from .._core._validation import check_memory
-from ..inference._primal_dual import _node_belief, _soft, _soft_belief, pd_objective, pd_sweeps
+from ..inference._primal_dual import (
+    BACK_AND_FORTH,
+    BACKWARD_FIRST,
+    FORWARD_FIRST,
+    Counting,
+    _node_belief,
+    _soft,
+    _soft_belief,
+    pd_objective,
+    pd_sweeps,
+)
 from ..models._kernels import potentials
+from ._lbfgs import two_loop
 
 
 @pjit
-def fused_value(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_side, xdata, xind,
-                xptr, xrow, xoff, W, cmap, csign, tied, pwi, edata, eind, eptr, P, y, lw, loss,
-                c_node, c_edge, eps, lam, chunks, terms, truth):
+def fused_value(D, adj, W, P, loss, counting, lam, chunks, terms, truth):
     """:func:`potentials` and :func:`~skstruct.inference._primal_dual.pd_objective`
     (without beliefs) in one pass: the objective terms per sample and the
     true labelling's score per chunk, with no (N, K) or (E, K, K) array
     written.  For the line search, which evaluates many trial weights once
-    each."""
+    each.  ``D`` is the design's :class:`~skstruct.models._design.DesignArrays`, ``adj``
+    the batch's :class:`~skstruct._core._graph.Adjacency`, ``counting`` a
+    :class:`~skstruct.inference._primal_dual.Counting`."""
+    node_offsets, edge_offsets, edges = D.node_offsets, D.edge_offsets, D.edges
+    adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
+    xdata, xind, xptr, xrow, xoff = D.xdata, D.xind, D.xptr, D.xrow, D.xoff
+    cmap, csign, tied, pwi = D.cmap, D.csign, D.tied, D.pw_index
+    edata, eind, eptr, y, lw = D.edata, D.eind, D.eptr, D.y, D.loss_weight
+    c_node, c_edge, eps = counting.node, counting.edge, counting.eps
     K = P.shape[1]
     Kp = W.shape[1]
     for c in prange(chunks.shape[0] - 1):
@@ -90,9 +108,8 @@ def fused_value(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_si
 
 
 @pjit
-def pd_gradient(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_side, theta_v,
-                pairwise, pw_index, c_node, c_edge, eps, lam, y, xdata, xind, xptr, xrow, xoff,
-                cmap, csign, tied, edata, eind, eptr, chunks, terms, gW_parts, gP_parts):
+def pd_gradient(D, adj, theta_v, pairwise, pw_index, counting, lam, chunks, terms, gW_parts,
+                gP_parts):
     """Objective terms and the data part of the gradient, fused.
 
     Like :func:`pd_objective` with beliefs, but instead of storing the
@@ -100,8 +117,15 @@ def pd_gradient(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_si
     class-to-column map ``cmap``/``csign``) into ``gW_parts[c]`` (F, Kp) and
     ``sum_e ef_e (x) (b_e - e_{y_e})`` (or, ``tied``, per table
     ``pw_index[e]``) into ``gP_parts[c]`` (EF, K, K), one slice per chunk of
-    samples, so that no (N, K) or (E, K, K) array is written.
+    samples, so that no (N, K) or (E, K, K) array is written.  ``D``, ``adj`` and
+    ``counting`` as for :func:`fused_value`.
     """
+    node_offsets, edge_offsets, edges = D.node_offsets, D.edge_offsets, D.edges
+    adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
+    xdata, xind, xptr, xrow, xoff = D.xdata, D.xind, D.xptr, D.xrow, D.xoff
+    cmap, csign, tied, y = D.cmap, D.csign, D.tied, D.y
+    edata, eind, eptr = D.edata, D.eind, D.eptr
+    c_node, c_edge, eps = counting.node, counting.edge, counting.eps
     K = theta_v.shape[1]
     for c in prange(chunks.shape[0] - 1):
         x = np.empty(K)
@@ -122,9 +146,8 @@ def pd_gradient(node_offsets, edge_offsets, edges, adj_offsets, adj_edge, adj_si
                     row = lam[2 * adj_edge[p] + adj_side[p]]
                     for k in range(K):
                         x[k] -= row[k]
-                total += _node_belief(v, x, K, eps * c_node[v], eps, c_node, c_edge,
-                                      adj_offsets, adj_edge, adj_side, pairwise, pw_index, lam,
-                                      b, xe, be2)
+                total += _node_belief(v, x, K, eps * c_node[v], counting, adj, pairwise,
+                                      pw_index, lam, b, xe, be2)
                 if y[v] >= 0:
                     b[y[v]] -= 1.0
                 o = xoff[v]
@@ -297,17 +320,7 @@ class ParameterStep:
         pairs = self.pairs
         if self.direction == "gradient" or not pairs:
             return -g, False
-        q = g.copy()
-        alphas = []
-        for s_, y_, rho in reversed(pairs):
-            a = rho * (s_ @ q)
-            alphas.append(a)
-            q -= a * y_
-        s_, y_, _ = pairs[-1]
-        q *= (s_ @ y_) / (y_ @ y_)
-        for (s_, y_, rho), a in zip(pairs, reversed(alphas)):
-            q += (a - rho * (y_ @ q)) * s_
-        d = -q
+        d = two_loop(pairs, g)
         if d @ g >= 0.0:
             pairs.clear()
             return -g, False
@@ -433,11 +446,8 @@ class PrimalDual(ParameterStep):
         self.eps = float(epsilon)
         self.loss = bool(loss)
         b = design.batch
-        self.adj = b.adjacency if b.n_edges else (np.zeros(b.n_nodes + 1, np.int64),
-                                                  np.zeros(0, np.int64),
-                                                  np.zeros(0, np.int64),
-                                                  np.zeros(0, np.int64))
-        self.max_degree = int(np.diff(self.adj[0]).max()) if b.n_nodes else 0
+        self.adj = b.adjacency if b.n_edges else Adjacency.dummy(b.n_nodes)
+        self.max_degree = int(np.diff(self.adj.offsets).max()) if b.n_nodes else 0
         self.chunks = b.chunks(n_chunks())
         self.edge_index = np.arange(b.n_edges, dtype=np.int64)
 
@@ -456,10 +466,7 @@ class PrimalDual(ParameterStep):
         PE = np.zeros((1, K, K)) if tied else np.empty((b.n_edges, K, K))
         truth = np.zeros(self.chunks.shape[0] - 1)
         T = np.ascontiguousarray(self.design.tables(P))
-        potentials(b.node_offsets, b.edge_offsets, b.edges, D.xdata, D.xind, D.xptr, D.xrow,
-                   D.xoff, np.ascontiguousarray(W), D.cmap, D.csign, D.dense, tied, D.pw_index,
-                   D.edata, D.eind, D.eptr, T, D.y, D.loss_weight,
-                   self.loss, self.chunks, theta_v, PE, truth)
+        potentials(D, np.ascontiguousarray(W), T, self.loss, self.chunks, theta_v, PE, truth)
         out = (theta_v, T if tied else PE, D.pw_index if tied else self.edge_index,
                float(truth.sum()))
         self._cache = (W, P, out)
@@ -470,12 +477,12 @@ class PrimalDual(ParameterStep):
             return
         theta_v, tables, pwi, _ = self._theta(W, P)
         b = self.design.batch
-        off, ae, _, side = self.adj
+        off, ae, side = self.adj.offsets, self.adj.edge, self.adj.side
         if self.forests:
-            direction = 0
+            direction = BACK_AND_FORTH
         else:
             # loopy graphs: one direction per sweep, alternating across calls
-            direction = 1 if self.parity == 0 else -1
+            direction = FORWARD_FIRST if self.parity == 0 else BACKWARD_FIRST
             self.parity = (self.parity + n) % 2
         pd_sweeps(b.node_offsets, off, ae, side, theta_v, np.ascontiguousarray(tables), pwi,
                   self.c_node, self.c_edge, self.eps, lam, n, direction, self.max_degree,
@@ -485,14 +492,16 @@ class PrimalDual(ParameterStep):
         theta_v, tables, pwi, truth = self._theta(W, P)
         b = self.design.batch
         K = self.design.n_classes
-        off, ae, _, side = self.adj
         terms = np.zeros(b.n_samples)
         nb = np.zeros((b.n_nodes if beliefs else 1, K))
         eb = np.zeros((b.n_edges if beliefs else 1, K, K))
-        pd_objective(b.node_offsets, b.edge_offsets, b.edges, off, ae, side, theta_v,
-                     np.ascontiguousarray(tables), pwi, self.c_node, self.c_edge, self.eps,
-                     lam, self.chunks, terms, nb, eb, beliefs)
+        pd_objective(b.node_offsets, b.edge_offsets, b.edges, self.adj, theta_v,
+                     np.ascontiguousarray(tables), pwi, self._counting(), lam, self.chunks,
+                     terms, nb, eb, beliefs)
         return truth, terms, nb, eb
+
+    def _counting(self):
+        return Counting(node=self.c_node, edge=self.c_edge, eps=self.eps)
 
     def value(self, W, P, lam):
         return self._reg(W, P) + self.data_value(W, P, lam)
@@ -504,16 +513,11 @@ class PrimalDual(ParameterStep):
             truth, terms, _, _ = self._terms(W, P, lam, False)
         else:
             # new weights (a line-search trial): one fused pass, no big arrays
-            D = self.D
             b = self.design.batch
-            off, ae, _, side = self.adj
             terms = np.zeros(b.n_samples)
             parts = np.zeros(self.chunks.shape[0] - 1)
-            fused_value(b.node_offsets, b.edge_offsets, b.edges, off, ae, side, D.xdata, D.xind,
-                        D.xptr, D.xrow, D.xoff, np.ascontiguousarray(W), D.cmap, D.csign,
-                        bool(D.tied), D.pw_index, D.edata, D.eind, D.eptr,
-                        np.ascontiguousarray(P), D.y, D.loss_weight, self.loss, self.c_node,
-                        self.c_edge, self.eps, lam, self.chunks, terms, parts)
+            fused_value(self.D, self.adj, np.ascontiguousarray(W), np.ascontiguousarray(P),
+                        self.loss, self._counting(), lam, self.chunks, terms, parts)
             truth = float(parts.sum())
         return self.C * (float(terms.sum()) - truth)
 
@@ -526,17 +530,13 @@ class PrimalDual(ParameterStep):
     def data_value_and_grad(self, W, P, lam):
         """:meth:`data_value` and its gradient in ``W, P``."""
         theta_v, tables, pwi, truth = self._theta(W, P)
-        D = self.D
         b = self.design.batch
-        off, ae, _, side = self.adj
         n_chunks = self.chunks.shape[0] - 1
         terms = np.zeros(b.n_samples)
         gW_parts = np.zeros((n_chunks,) + W.shape)
         gP_parts = np.zeros((n_chunks,) + P.shape)
-        pd_gradient(b.node_offsets, b.edge_offsets, b.edges, off, ae, side, theta_v,
-                    np.ascontiguousarray(tables), pwi, self.c_node, self.c_edge, self.eps, lam,
-                    D.y, D.xdata, D.xind, D.xptr, D.xrow, D.xoff, D.cmap, D.csign, bool(D.tied),
-                    D.edata, D.eind, D.eptr, self.chunks, terms, gW_parts, gP_parts)
+        pd_gradient(self.D, self.adj, theta_v, np.ascontiguousarray(tables), pwi,
+                    self._counting(), lam, self.chunks, terms, gW_parts, gP_parts)
         C = self.C
         return (C * (float(terms.sum()) - truth), C * gW_parts.sum(axis=0),
                 C * self.design.fold(gP_parts.sum(axis=0)))

@@ -9,6 +9,8 @@ recurrences), so a step costs the features of the samples it touches.
 Within a mini-batch the oracles run in parallel at the same ``w``.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import prange
 
@@ -19,8 +21,42 @@ from ..models._oracle import _corner, make_work
 from ..models._submodular import project_supermodular
 from ._design_solver import DesignSolver
 
-# state slots
-A_SCALE, AVG_A, AVG_B, STEP = 0, 1, 2, 3
+
+class State(NamedTuple):
+    """The scalars of the iterates ``w = a v`` and ``w_avg = A v + B z`` (0-d arrays the
+    kernel updates in place)."""
+
+    a: np.ndarray          # the scale of the iterate
+    avg_a: np.ndarray      # A
+    avg_b: np.ndarray      # B
+    step: np.ndarray       # steps taken, t
+
+    @classmethod
+    def new(cls):
+        return cls(a=np.ones(()), avg_a=np.ones(()), avg_b=np.ones(()), step=np.zeros(()))
+
+
+class Iterates(NamedTuple):
+    """``v`` and ``z`` of the iterates (see the module docstring)."""
+
+    Wv: np.ndarray
+    Pv: np.ndarray
+    Wz: np.ndarray
+    Pz: np.ndarray
+
+
+class Trips(NamedTuple):
+    """The corners' pairwise triplets, one slot per sample of a mini-batch."""
+
+    data: np.ndarray       # (B, 4, n_trip): edge, label a, label b, weight
+    count: np.ndarray      # (B,) int64 triplets in each slot
+
+
+class EpochWork(NamedTuple):
+    """Scratch of :func:`subgradient_epoch`."""
+
+    Preal: np.ndarray      # the tables the oracle scores, (EF, K, K)
+    mu: np.ndarray         # (K - 1, K - 1) the supermodular projection's multipliers
 
 
 # Array expressions inside a parallel kernel become parallel regions of their
@@ -41,24 +77,27 @@ def _scale(x, a):
 
 
 @jit
-def _sample(D, s, j, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate, trips,
-            n_trips, hinge):
-    """Corner of sample ``s`` at ``a * Wv, Preal``, its triplets copied to slot ``j``."""
-    _, hinge[j], n_trip = _corner(D, s, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc, work,
-                                  surrogate)
-    n_trips[j] = n_trip
+def _sample(D, s, j, a, Wv, Preal, sc, work, surrogate, trips, hinge):
+    """Corner of sample ``s`` at ``a * Wv, Preal``, its triplets copied to slot ``j`` of
+    ``trips`` (``sc`` the :class:`~skstruct.models._scratch.OracleScratch`)."""
+    _, hinge[j], n_trip = _corner(D, s, a, Wv, Preal, sc.U, sc.Ua, sc.PE, sc.msgs, sc.bp,
+                                  sc.lab, sc.Sc, work, surrogate)
+    trips.count[j] = n_trip
+    t = trips.data
     for q in range(n_trip):
-        trips[j, 0, q] = work.trip_edge[q]
-        trips[j, 1, q] = work.trip_a[q]
-        trips[j, 2, q] = work.trip_b[q]
-        trips[j, 3, q] = work.trip_w[q]
+        t[j, 0, q] = work.trip_edge[q]
+        t[j, 1, q] = work.trip_a[q]
+        t[j, 2, q] = work.trip_b[q]
+        t[j, 3, q] = work.trip_w[q]
 
 
 @jit
-def _add_corner(D, s, j, coef, zc, Wv, Wz, Pv, Pz, Sc, trips, n_trips):
+def _add_corner(D, s, j, coef, zc, Wv, Wz, Pv, Pz, Sc, trips):
     """``Wv, Pv += coef * d`` and ``Wz, Pz += zc * d``, ``d`` the direction of sample
-    ``s``'s corner (node coefficients ``Sc``, triplets in slot ``j``)."""
+    ``s``'s corner (node coefficients ``Sc``, triplets in slot ``j`` of ``trips``)."""
     Kp = Wv.shape[1]
+    n_trips = trips.count
+    t = trips.data
     xdata, xind, xptr = D.xdata, D.xind, D.xptr
     edata, eind, eptr = D.edata, D.eind, D.eptr
     for v in range(D.node_offsets[s], D.node_offsets[s + 1]):
@@ -72,10 +111,10 @@ def _add_corner(D, s, j, coef, zc, Wv, Wz, Pv, Pz, Sc, trips, n_trips):
                 Wv[f, c] += coef * d
                 Wz[f, c] += zc * d
     for q in range(n_trips[j]):
-        e = int(trips[j, 0, q])
-        ta = int(trips[j, 1, q])
-        tb = int(trips[j, 2, q])
-        wq = trips[j, 3, q]
+        e = int(t[j, 0, q])
+        ta = int(t[j, 1, q])
+        tb = int(t[j, 2, q])
+        wq = t[j, 3, q]
         for p in range(eptr[e], eptr[e + 1]):
             d = wq * edata[p]
             Pv[eind[p], ta, tb] += coef * d
@@ -83,27 +122,31 @@ def _add_corner(D, s, j, coef, zc, Wv, Wz, Pv, Pz, Sc, trips, n_trips):
 
 
 @pjit
-def subgradient_sum(D, surrogate, idx, W, Preal, U, Ua, PE, msgs, bp, lab, Sc, trips, n_trips,
-                    hinge, belief, up, max_nodes, max_edges, gW, gP):
+def subgradient_sum(D, surrogate, idx, W, Preal, sc, trips, hinge, max_nodes, max_edges, gW,
+                    gP):
     """The corners of the samples ``idx`` at ``W, Preal`` (the tables), in parallel:
     their hinges into ``hinge`` and the sum of their descent directions into ``gW, gP``
     (``P``'s form).  A mini-batch's share for a step taken elsewhere."""
-    K = U.shape[1]
+    K = sc.U.shape[1]
     B = idx.shape[0]
+    # fields are read before the parallel loop, which loses writes made through them
+    belief, up = sc.belief, sc.up
     for j in prange(B):
         work = make_work(K, max_nodes, max_edges, belief, up)
-        _sample(D, idx[j], j, 1.0, W, Preal, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate,
-                trips, n_trips, hinge)
+        _sample(D, idx[j], j, 1.0, W, Preal, sc, work, surrogate, trips, hinge)
     for j in range(B):
-        _add_corner(D, idx[j], j, 1.0, 0.0, gW, gW, gP, gP, Sc, trips, n_trips)
+        _add_corner(D, idx[j], j, 1.0, 0.0, gW, gW, gP, gP, sc.Sc, trips)
 
 
 @pjit
-def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, Wz, Pz, state,
-                      Preal, U, Ua, PE, msgs, bp, lab, Sc, trips, n_trips, belief, up,
-                      max_nodes, max_edges, project, mu):
+def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, project, it, state, sc,
+                      work, trips, max_nodes, max_edges):
     """One epoch over ``order`` in mini-batches; returns the mean surrogate value
     met along the way (computed at the iterates, not at the final ``w``).
+
+    ``it`` are the :class:`Iterates`, ``state`` the :class:`State`, ``sc`` the
+    oracle's :class:`~skstruct.models._scratch.OracleScratch`, ``work`` the
+    :class:`EpochWork` and ``trips`` the corners' :class:`Trips`.
 
     With ``project`` every step ends with the Euclidean projection of the
     pairwise tables onto the supermodular cone (projected subgradient
@@ -111,14 +154,17 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
     of ``a * Pv`` is ``a`` times that of ``Pv``, and the averages of
     feasible iterates stay feasible."""
     n_order = order.shape[0]
-    K = U.shape[1]
+    Wv, Pv, Wz, Pz = it.Wv, it.Pv, it.Wz, it.Pz
+    Preal, mu = work.Preal, work.mu
+    K = sc.U.shape[1]
     hinge = np.zeros(batch_size)
+    belief, up = sc.belief, sc.up
     work1 = make_work(K, max_nodes, max_edges, belief, up)
     total = 0.0
     for start in range(0, n_order, batch_size):
         stop = min(start + batch_size, n_order)
         B = stop - start
-        a = state[A_SCALE]
+        a = state.a[()]
         if D.sym:
             # undirected: Pv holds the upper triangles, the oracle scores the tables
             symmetric_into(Pv, a, Preal)
@@ -126,17 +172,15 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
             _scaled_copy(Pv, a, Preal)
         if B == 1:
             # a parallel region per sample would cost more than the sample
-            _sample(D, order[start], 0, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc, work1,
-                    surrogate, trips, n_trips, hinge)
+            _sample(D, order[start], 0, a, Wv, Preal, sc, work1, surrogate, trips, hinge)
         else:
             for j in prange(B):
-                work = make_work(K, max_nodes, max_edges, belief, up)
-                _sample(D, order[start + j], j, a, Wv, Preal, U, Ua, PE, msgs, bp, lab, Sc,
-                        work, surrogate, trips, n_trips, hinge)
+                wj = make_work(K, max_nodes, max_edges, belief, up)
+                _sample(D, order[start + j], j, a, Wv, Preal, sc, wj, surrogate, trips, hinge)
         for j in range(B):
             total += hinge[j]
-        t = state[STEP]
-        state[STEP] = t + 1.0
+        t = state.step[()]
+        state.step[()] = t + 1.0
         eta = 1.0 / (lam * (t + 1.0))
         shrink = 1.0 - 1.0 / (t + 1.0)
         if shrink == 0.0:
@@ -148,18 +192,18 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
         coef = eta / (B * a)
         # z receives -(A / B) * delta; with no average yet (t == 0) it restarts
         if averaging and t > 0.0:
-            zc = -state[AVG_A] / state[AVG_B] * coef
+            zc = -state.avg_a[()] / state.avg_b[()] * coef
         else:
             zc = 0.0
         for j in range(B):
-            _add_corner(D, order[start + j], j, coef, zc, Wv, Wz, Pv, Pz, Sc, trips, n_trips)
+            _add_corner(D, order[start + j], j, coef, zc, Wv, Wz, Pv, Pz, sc.Sc, trips)
         if project:
             # the move to the cone, in v-units, is offset in z like a step
             project_supermodular(Pv, Preal, mu)
             pv = Pv.ravel()
             pr = Preal.ravel()
             pz = Pz.ravel()
-            zp = -state[AVG_A] / state[AVG_B] if averaging and t > 0.0 else 0.0
+            zp = -state.avg_a[()] / state.avg_b[()] if averaging and t > 0.0 else 0.0
             for q in range(pv.shape[0]):
                 dq = pr[q] - pv[q]
                 pz[q] += zp * dq
@@ -168,22 +212,23 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, Wv, Pv, W
             if t == 0.0:
                 _scale(Wz, 0.0)
                 _scale(Pz, 0.0)
-                state[AVG_A] = a
-                state[AVG_B] = 1.0
+                state.avg_a[()] = a
+                state.avg_b[()] = 1.0
             else:
                 rho = 2.0 / (t + 2.0)
-                state[AVG_A] = (1.0 - rho) * state[AVG_A] + rho * a
-                state[AVG_B] *= 1.0 - rho
-                if state[AVG_B] < 1e-150:
-                    _scale(Wz, state[AVG_B])
-                    _scale(Pz, state[AVG_B])
-                    state[AVG_B] = 1.0
+                state.avg_a[()] = (1.0 - rho) * state.avg_a[()] + rho * a
+                state.avg_b[()] *= 1.0 - rho
+                avg_b = state.avg_b[()]
+                if avg_b < 1e-150:
+                    _scale(Wz, avg_b)
+                    _scale(Pz, avg_b)
+                    state.avg_b[()] = 1.0
         if a < 1e-100:
             _scale(Wv, a)
             _scale(Pv, a)
-            state[AVG_A] /= a
+            state.avg_a[()] /= a
             a = 1.0
-        state[A_SCALE] = a
+        state.a[()] = a
     return total / max(n_order, 1)
 
 
@@ -191,8 +236,8 @@ class Subgradient(DesignSolver):
     """Stochastic subgradient descent (Pegasos step) on a built-in model's design.
 
     The state: the weights as ``a * (Wv, Pv)``, the running average as
-    ``A (Wv, Pv) + B (Wz, Pz)`` (``state`` holds ``a, A, B`` and the step
-    count), and the per-slot corner triplets of a mini-batch.
+    ``A (Wv, Pv) + B (Wz, Pz)`` (the :class:`State` ``state`` holds ``a, A, B`` and the
+    step count), and the per-slot corner triplets of a mini-batch.
 
     Parameters
     ----------
@@ -213,10 +258,10 @@ class Subgradient(DesignSolver):
         self.Preal = np.zeros_like(self.P)
         K = self.P.shape[1]
         self.mu = np.zeros((max(K - 1, 0), max(K - 1, 0)))
-        self.state = np.array([1.0, 1.0, 1.0, 0.0])
+        self.state = State.new()
         n_trip = 2 * d.max_edges * max(1, d.max_nodes) + 2
-        self.trips = np.zeros((self.batch_size, 4, n_trip))
-        self.n_trips = np.zeros(self.batch_size, np.int64)
+        self.trips = Trips(data=np.zeros((self.batch_size, 4, n_trip)),
+                           count=np.zeros(self.batch_size, np.int64))
 
     def key(self):
         return super().key() + (self.batch_size,)
@@ -224,15 +269,14 @@ class Subgradient(DesignSolver):
     def run_pass(self, order):
         """One epoch over ``order`` in mini-batches; returns the mean surrogate
         value met along the way."""
-        sc = self.scratch
         d = self.design
+        it = Iterates(Wv=self.W, Pv=self.P, Wz=self.Wz, Pz=self.Pz)
+        work = EpochWork(Preal=self.Preal, mu=self.mu)
         with n_threads(self.n_jobs):
             return subgradient_epoch(self.D, self.code, order, self.batch_size, self.lam,
-                                     self.averaging, self.W, self.P, self.Wz, self.Pz,
-                                     self.state, self.Preal, sc["U"], sc["Ua"], sc["PE"],
-                                     sc["msgs"], sc["bp"], sc["lab"], sc["Sc"], self.trips,
-                                     self.n_trips, sc["belief"], sc["up"], d.max_nodes,
-                                     d.max_edges, bool(d.submodular), self.mu)
+                                     self.averaging, bool(d.submodular), it, self.state,
+                                     self.scratch, work, self.trips, d.max_nodes,
+                                     d.max_edges)
 
     def corner_sum(self, W, P, idx):
         """Hinge sum and summed descent direction of the samples ``idx`` at ``W, P``:
@@ -255,10 +299,9 @@ class Subgradient(DesignSolver):
             The sum of their descent directions, in the weights' shapes.
         """
         idx = np.ascontiguousarray(idx, dtype=np.int64)
-        if idx.shape[0] > self.trips.shape[0]:
-            self.trips = np.zeros((idx.shape[0],) + self.trips.shape[1:])
-            self.n_trips = np.zeros(idx.shape[0], np.int64)
-        sc = self.scratch
+        if idx.shape[0] > self.trips.count.shape[0]:
+            self.trips = Trips(data=np.zeros((idx.shape[0],) + self.trips.data.shape[1:]),
+                               count=np.zeros(idx.shape[0], np.int64))
         d = self.design
         Preal = np.empty_like(P)
         if self.D.sym:
@@ -269,10 +312,8 @@ class Subgradient(DesignSolver):
         gW = np.zeros_like(W)
         gP = np.zeros_like(P)
         with n_threads(self.n_jobs):
-            subgradient_sum(self.D, self.code, idx, np.ascontiguousarray(W), Preal, sc["U"],
-                            sc["Ua"], sc["PE"], sc["msgs"], sc["bp"], sc["lab"], sc["Sc"],
-                            self.trips, self.n_trips, hinge, sc["belief"], sc["up"],
-                            d.max_nodes, d.max_edges, gW, gP)
+            subgradient_sum(self.D, self.code, idx, np.ascontiguousarray(W), Preal,
+                            self.scratch, self.trips, hinge, d.max_nodes, d.max_edges, gW, gP)
         return float(hinge.sum()), gW, gP
 
     @staticmethod
@@ -307,7 +348,8 @@ class Subgradient(DesignSolver):
 
     def weights(self):
         """The weighted average of the iterates, or the last iterate."""
-        a, A, B = self.state[:3]
-        if self.averaging and self.state[STEP] > 0:
+        st = self.state
+        a, A, B = float(st.a), float(st.avg_a), float(st.avg_b)
+        if self.averaging and float(st.step) > 0:
             return A * self.W + B * self.Wz, A * self.P + B * self.Pz
         return a * self.W, a * self.P

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 from hypothesis import strategies as st
 
-from skstruct._core._graph import build_adjacency
+from skstruct._core._graph import Adjacency, build_adjacency
 
 NEG_INF = -np.inf
 FOREST_KINDS = ("empty", "single", "chain", "index_chain", "tree", "forest")
@@ -88,9 +88,10 @@ def build_batch(rng, kinds, n_labels, shared, p_ninf):
 
 
 def adjacency(batch):
-    """Adjacency arrays plus the all-True sample mask the kernels take next."""
+    """The batch's ``Adjacency`` plus the all-True sample mask the kernels take next."""
     active = np.ones(batch[0].shape[0] - 1, np.bool_)
-    return (*build_adjacency(batch[3].shape[0], batch[2]), active)
+    off, edge, nbr, side = build_adjacency(batch[3].shape[0], batch[2])
+    return Adjacency(offsets=off, edge=edge, nbr=nbr, side=side), active
 
 
 def brute_force(sample, n_labels):

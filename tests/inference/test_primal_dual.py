@@ -3,8 +3,13 @@
 import numpy as np
 import pytest
 
-from skstruct._core._graph import build_adjacency
-from skstruct.inference._primal_dual import pd_objective, pd_sweeps
+from skstruct._core._graph import Adjacency, build_adjacency
+from skstruct.inference._primal_dual import (
+    BACK_AND_FORTH,
+    Counting,
+    pd_objective,
+    pd_sweeps,
+)
 from tests.brute import brute_force
 from tests.inference.kernel_cases import random_graph
 
@@ -32,30 +37,31 @@ class Problem:
         self.n, self.edges, self.unary, self.tables = n, edges, unary, tables
         self.node_offsets = np.array([0, n], np.int64)
         self.edge_offsets = np.array([0, len(edges)], np.int64)
-        self.adj = build_adjacency(n, edges)
+        off, ae, nbr, side = build_adjacency(n, edges)
+        self.adj = Adjacency(offsets=off, edge=ae, nbr=nbr, side=side)
         self.pw = np.arange(len(edges), dtype=np.int64)
         self.c_node, self.c_edge, self.eps = c_node, c_edge, eps
         self.lam = np.zeros((2 * len(edges), unary.shape[1]))
         self.chunks = np.array([0, 1], np.int64)
-        self.max_degree = int(np.diff(self.adj[0]).max()) if n else 0
+        self.max_degree = int(np.diff(self.adj.offsets).max()) if n else 0
 
     def sweep(self, k=1):
-        off, ae, _, side = self.adj
-        pd_sweeps(self.node_offsets, off, ae, side, self.unary, self.tables, self.pw,
-                  self.c_node, self.c_edge, self.eps, self.lam, k, 0, self.max_degree,
+        adj = self.adj
+        pd_sweeps(self.node_offsets, adj.offsets, adj.edge, adj.side, self.unary, self.tables,
+                  self.pw, self.c_node, self.c_edge, self.eps, self.lam, k, BACK_AND_FORTH,
+                  self.max_degree,
                   self.chunks)
 
     def objective(self, unary=None, tables=None):
         unary = self.unary if unary is None else unary
         tables = self.tables if tables is None else tables
-        off, ae, _, side = self.adj
         K = unary.shape[1]
         terms = np.zeros(1)
         nb = np.zeros((self.n, K))
         eb = np.zeros((len(self.edges), K, K))
-        pd_objective(self.node_offsets, self.edge_offsets, self.edges, off, ae, side, unary,
-                     tables, self.pw, self.c_node, self.c_edge, self.eps, self.lam,
-                     self.chunks, terms, nb, eb, True)
+        counting = Counting(node=self.c_node, edge=self.c_edge, eps=self.eps)
+        pd_objective(self.node_offsets, self.edge_offsets, self.edges, self.adj, unary, tables,
+                     self.pw, counting, self.lam, self.chunks, terms, nb, eb, True)
         return terms[0], nb, eb
 
 

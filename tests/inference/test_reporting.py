@@ -55,7 +55,7 @@ def test_max_product_returns_the_best_labelling_it_has_seen(seed):
     unary, edges, pairwise = torus(10, 3, seed)
     batch = GraphBatch.from_graphs([len(unary)], [edges])
     args = (batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
-            np.arange(len(edges)), *batch.adjacency, np.ones(1, bool))
+            np.arange(len(edges)), batch.adjacency, np.ones(1, bool))
     last_iterates = []
     for n in range(0, 41):
         msgs = np.zeros((2 * len(edges), 3))
@@ -83,7 +83,7 @@ def test_last_iterate_of_max_product_is_worse_on_some_torus():
         unary, edges, pairwise = torus(10, 3, seed)
         batch = GraphBatch.from_graphs([len(unary)], [edges])
         args = (batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
-                np.arange(len(edges)), *batch.adjacency, np.ones(1, bool))
+                np.arange(len(edges)), batch.adjacency, np.ones(1, bool))
         msgs = np.zeros((2 * len(edges), 3))
         loopy_bp_batch(*args, msgs, True, 40, 0.5, 0.0, np.zeros(1, np.int64))
         labels = np.zeros(len(unary), np.int64)

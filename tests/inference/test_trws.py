@@ -5,7 +5,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skstruct.inference._loopy import loopy_bp_batch
-from skstruct.inference._trws import dual_bound_batch, labelling_scores_batch, trws_batch
+from skstruct.inference._trws import (
+    TRWSOut,
+    dual_bound_batch,
+    labelling_scores_batch,
+    trws_batch,
+)
 from tests.inference.kernel_cases import (
     FOREST_KINDS,
     LOOPY_KINDS,
@@ -32,8 +37,8 @@ def run_trws(batch, adj, max_iter=300, tol=1e-12, messages=None, window=1, relat
     n_iter = np.full(n_samples, -1, np.int64)
     converged = np.zeros(n_samples, bool)
     score = np.full(n_samples, np.nan)
-    trws_batch(*batch, *adj, messages, max_iter, tol, window, relative, labels, bound, n_iter,
-               converged, score)
+    out = TRWSOut(labels=labels, bound=bound, n_iter=n_iter, converged=converged, score=score)
+    trws_batch(*batch, *adj, messages, max_iter, tol, window, relative, out)
     # the reported score is the returned labelling's
     np.testing.assert_allclose(score, scores_of(batch, labels), rtol=1e-12, atol=1e-12)
     # a sample that used its whole budget may still have met a stopping rule

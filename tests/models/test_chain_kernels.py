@@ -48,21 +48,19 @@ def test_chain_kernel_matches_general(sparse, bias):
                W, P[0].copy(), d.max_nodes, chunks, hinge, ell, lab)
     sc = scratch(d)
     ref_h, ref_e = np.zeros(S), np.zeros(S)
-    hinge_pass(D, SURROGATES["margin"], 1.0, W, P, sc["U"], sc["Ua"], sc["PE"], sc["msgs"],
-               sc["bp"], sc["lab"], sc["Sc"], sc["belief"], sc["up"], d.max_nodes,
-               d.max_edges, chunks, ref_h, ref_e)
+    hinge_pass(D, SURROGATES["margin"], 1.0, W, P, sc, d.max_nodes, d.max_edges, chunks,
+               ref_h, ref_e)
     np.testing.assert_allclose(hinge, ref_h, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(ell, ref_e, rtol=1e-12, atol=1e-12)
-    np.testing.assert_array_equal(lab, sc["lab"])
+    np.testing.assert_array_equal(lab, sc.lab)
     assert np.all(hinge >= 0) and hinge.max() > 0
 
     # prediction: the plain path against the general decoder
     pred = predict_labels(d, W, P, 10)
     sc = scratch(d, decode_only=True)
     D0 = d.args(np.zeros(N, np.int64), np.ones(N), 10)
-    _predict_kernel(D0, W, P, sc["U"], sc["PE"], sc["msgs"], sc["bp"], sc["lab"],
-                    sc["belief"], sc["up"], d.max_nodes, d.max_edges, chunks)
-    np.testing.assert_array_equal(pred, sc["lab"])
+    _predict_kernel(D0, W, P, sc, d.max_nodes, d.max_edges, chunks)
+    np.testing.assert_array_equal(pred, sc.lab)
 
 
 def test_not_plain_chain():

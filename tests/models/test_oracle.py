@@ -137,9 +137,8 @@ def evaluate(design, surrogate, W, P, lw=None, trws_iter=200, n_chunks=1, kind=N
     hinge = np.full(S, np.nan)
     ell = np.full(S, np.nan)
     hinge_pass(D, SURROGATES[surrogate], 1.0, np.ascontiguousarray(W, np.float64),
-               np.ascontiguousarray(P, np.float64), sc["U"], sc["Ua"], sc["PE"], sc["msgs"],
-               sc["bp"], sc["lab"], sc["Sc"], sc["belief"], sc["up"], design.max_nodes,
-               design.max_edges, design.batch.chunks(n_chunks), hinge, ell)
+               np.ascontiguousarray(P, np.float64), sc, design.max_nodes, design.max_edges,
+               design.batch.chunks(n_chunks), hinge, ell)
     return hinge, ell, sc
 
 
@@ -232,7 +231,7 @@ def test_margin_with_weighted_hamming_loss(seed, structures, K, ef_mode, mode):
     # ell is the weighted Hamming loss of the maximiser reported in ``lab``
     no = design.batch.node_offsets
     for s, sample in enumerate(samples):
-        lab = sc["lab"][no[s]:no[s + 1]]
+        lab = sc.lab[no[s]:no[s + 1]]
         y = sample["y"]
         assert ell[s] == pytest.approx(float(np.sum(sample["lw"] * (lab != y))), abs=ATOL)
 
@@ -378,7 +377,7 @@ def test_multilabel_margin_uses_signed_unary_scores(seed, L, edges):
     for i in range(n):
         on = w @ X[i]
         unary = np.column_stack([-on, on])
-        np.testing.assert_allclose(sc["U"][i * L:(i + 1) * L], unary, atol=1e-12)
+        np.testing.assert_allclose(sc.U[i * L:(i + 1) * L], unary, atol=1e-12)
         tables = P[np.arange(M)] if M else np.zeros((0, 2, 2))
         sample = {"unary": unary, "edges": model.edges_, "tables": tables, "y": Y[i],
                   "lw": cw[Y[i]]}
@@ -395,22 +394,22 @@ def oracle_corner(design, D, sc, s, surrogate, P):
     K = design.n_classes
     no = D.node_offsets
     n0, n1 = no[s], no[s + 1]
-    pair = P if D.tied else sc["PE"]
-    work = make_work(K, design.max_nodes, design.max_edges, sc["belief"], sc["up"])
-    ell, hinge, n_trip = oracle(D, s, SURROGATES[surrogate], sc["U"], sc["Ua"], pair, sc["msgs"],
-                                sc["bp"], sc["lab"], sc["Sc"], work)
+    pair = P if D.tied else sc.PE
+    work = make_work(K, design.max_nodes, design.max_edges, sc.belief, sc.up)
+    ell, hinge, n_trip = oracle(D, s, SURROGATES[surrogate], sc.U, sc.Ua, pair, sc.msgs,
+                                sc.bp, sc.lab, sc.Sc, work)
     trips = [(int(work.trip_edge[t]), int(work.trip_a[t]), int(work.trip_b[t]),
               float(work.trip_w[t])) for t in range(n_trip)]
-    return ell, hinge, sc["Sc"][n0:n1].copy(), trips
+    return ell, hinge, sc.Sc[n0:n1].copy(), trips
 
 
 def check_unary(design, sc, s, sample):
     """The unary scores the kernels computed are ``x_v @ W`` (and the per-edge
     tables of edge-feature designs ``sum_f ef_f P[f]``)."""
     no, eo = design.batch.node_offsets, design.batch.edge_offsets
-    np.testing.assert_allclose(sc["U"][no[s]:no[s + 1]], sample["unary"], atol=1e-12)
+    np.testing.assert_allclose(sc.U[no[s]:no[s + 1]], sample["unary"], atol=1e-12)
     if not design.tied:
-        np.testing.assert_allclose(sc["PE"][eo[s]:eo[s + 1]], sample["tables"], atol=1e-12)
+        np.testing.assert_allclose(sc.PE[eo[s]:eo[s + 1]], sample["tables"], atol=1e-12)
 
 
 def w_dot_psi(design, s, W, P, Sc_rows, trips):
@@ -443,7 +442,7 @@ def test_corner_is_tight(seed, structures, K, ef_mode, surrogate):
         if surrogate == "margin":
             # the corner is phi(y_i) - phi(y_hat) of the reported maximiser
             no = design.batch.node_offsets
-            lab = sc["lab"][no[s]:no[s + 1]]
+            lab = sc.lab[no[s]:no[s + 1]]
             y = sample["y"]
             expect = np.zeros_like(Sc_rows)
             expect[np.arange(len(y)), y] += 1.0

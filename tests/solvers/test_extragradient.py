@@ -27,7 +27,7 @@ from skstruct.models import (
     StructuredModel,
 )
 from skstruct.solvers import Extragradient, ProtocolExtragradient
-from skstruct.solvers._extragradient import N_TRIALS, _sweep, forest_arrays
+from skstruct.solvers._extragradient import SweepBuffers, _sweep, forest_arrays
 from tests.protocol_models import ProtocolChain
 
 
@@ -358,7 +358,7 @@ def test_batched_path_follows_the_reference(case, adaptive):
         assert dual == pytest.approx(max(duals), rel=1e-9, abs=1e-11)
         assert g == gap and g >= -1e-12
         assert fast.step == pytest.approx(ref.step, rel=1e-12)
-    assert fast.state[N_TRIALS] == ref.n_trials     # the same steps accepted
+    assert fast.state.n_trials == ref.n_trials     # the same steps accepted
     if adaptive:
         assert ref.n_trials > ref.n_iter and ref.step > ref.eta
 
@@ -520,15 +520,13 @@ def test_sweep_against_brute_force(case, graph):
     a_c = 2.0 * scale
     chunks = b.chunks(2)
     nc = chunks.shape[0] - 1
-    forest, tbuf = forest_arrays(b, K)
+    graph, tb = forest_arrays(b, K)
     outW, outP = np.zeros((2, K)), np.zeros((K, K))
-    ell, logz, hinge = _sweep(b.node_offsets, b.edge_offsets, design.features.data,
-                              design.features.indices, design.features.indptr.astype(np.int64),
-                              design.xrow, design.xoff, np.asarray(design.y, np.int64), lw,
-                              np.zeros(b.n_edges, np.int64), np.arange(K), np.ones(K), forest,
-                              tbuf, chunks, W, P[None], a_c, 1.0 / a_c, design.max_nodes,
-                              np.zeros((nc, 2, K)), np.zeros((nc, 1, K, K)), np.zeros((nc, 3)),
-                              outW, outP[None])
+    D = design.args(design.y, lw, 1)._replace(pw_index=np.zeros(b.n_edges, np.int64),
+                                               cmap=np.arange(K), csign=np.ones(K))
+    buf = SweepBuffers(W=np.zeros((nc, 2, K)), P=np.zeros((nc, 1, K, K)), sums=np.zeros((nc, 3)))
+    ell, logz, hinge = _sweep(D, graph, tb, chunks, W, P[None], a_c, 1.0 / a_c,
+                              design.max_nodes, buf, outW, outP[None])
     GW, GP = np.zeros((2, K)), np.zeros((K, K))
     e_ref = z_ref = h_ref = 0.0
     offs = b.node_offsets

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from skstruct.inference._primal_dual import pd_objective
+from skstruct.inference._primal_dual import Counting, pd_objective
 from skstruct.models import ChainModel, GraphModel, MultiLabelModel
 from skstruct.solvers import BCFW, ProtocolBCFW, ProtocolSubgradient, Subgradient
 from skstruct.solvers._bcfw_chain import SparseBlocks
@@ -133,21 +133,18 @@ def test_pd_gradient_is_the_beliefs_minus_the_truth():
     lam = rng.normal(scale=0.3, size=pd.lam.shape)
     theta_v, tables, pwi, _ = pd._theta(W, P)
     b = design.batch
-    off, ae, _, side = pd.adj
     n_chunks = pd.chunks.shape[0] - 1
     terms = np.zeros(b.n_samples)
     gW = np.zeros((n_chunks,) + W.shape)
     gP = np.zeros((n_chunks,) + P.shape)
-    D = pd.D
-    pd_gradient(b.node_offsets, b.edge_offsets, b.edges, off, ae, side, theta_v, tables, pwi,
-                c_node, c_edge, 0.7, lam, D.y, D.xdata, D.xind, D.xptr, D.xrow, D.xoff, D.cmap,
-                D.csign, bool(D.tied), D.edata, D.eind, D.eptr, pd.chunks, terms, gW, gP)
+    counting = Counting(node=c_node, edge=c_edge, eps=0.7)
+    pd_gradient(pd.D, pd.adj, theta_v, tables, pwi, counting, lam, pd.chunks, terms, gW, gP)
     # the reference: the beliefs of pd_objective, minus the truth, through the features
     terms_ref = np.zeros(b.n_samples)
     nb = np.zeros((b.n_nodes, design.n_classes))
     eb = np.zeros((b.n_edges,) + P.shape[1:])
-    pd_objective(b.node_offsets, b.edge_offsets, b.edges, off, ae, side, theta_v, tables, pwi,
-                 c_node, c_edge, 0.7, lam, pd.chunks, terms_ref, nb, eb, True)
+    pd_objective(b.node_offsets, b.edge_offsets, b.edges, pd.adj, theta_v, tables, pwi,
+                 counting, lam, pd.chunks, terms_ref, nb, eb, True)
     np.testing.assert_allclose(terms, terms_ref, rtol=1e-12)
     K = design.n_classes
     Y = np.eye(K)[design.y]
