@@ -126,7 +126,6 @@ def sample_grams(node_offsets, xdata, xind, xptr, xrow, xoff, n_features, max_no
 
 
 @jit
-@jit
 def bcfw_pass(D, surrogate, order, lam, averaging, project, W, P, blocks, state, sc, work,
               max_nodes, max_edges):
     """One pass of BCFW over the samples in ``order``; everything updated in place.

@@ -37,7 +37,7 @@ class HammingChain(ChainModel):
         return float(np.sum(np.asarray(y) != np.asarray(y_hat)))
 
 
-@pytest.mark.parametrize("solver, extra", [("bcfw", {}), ("bcfw", {"averaging": False}),
+@pytest.mark.parametrize("solver, extra", [("bcfw", {}), ("bcfw", {"average": False}),
                                            ("subgradient", {}),
                                            ("subgradient", {"batch_size": 4})])
 @pytest.mark.parametrize("Model", [ProtocolChain, HammingChain])
