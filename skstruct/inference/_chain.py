@@ -523,12 +523,11 @@ def forward_backward_chain(unary, pairwise, pw_index, edge_mode, node_out, edge_
     active = np.ones(1, np.bool_)
     use_log = np.zeros(1, np.bool_)
     logz = np.zeros(1)
-    eu = np.empty((T, K))
     if _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index, active,
-                 0, 1, edge_mode, node_out, edge_out, 0, logz, use_log, eu):
+                 0, 1, edge_mode, node_out, edge_out, 0, logz, use_log):
         edge_out[0] = 0.0
         _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index, active,
-                  0, 1, edge_mode, node_out, edge_out, 0, logz, use_log, eu)
+                  0, 1, edge_mode, node_out, edge_out, 0, logz, use_log)
     return logz[0]
 
 
