@@ -99,7 +99,7 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
     tol : float, default=1e-6
         L-BFGS stops when the relative decrease of the objective falls below
         ``tol`` (as scipy's ``ftol``); a fit that reaches ``max_iter`` first
-        issues a :class:`~skstruct.inference.ConvergenceWarning`.  SGD runs its
+        issues a :class:`~skstruct.exceptions.ConvergenceWarning`.  SGD runs its
         ``max_iter`` epochs.
     feature_pairs : {"all", "seen"}, default="all"
         Which node weights are learned.  ``"all"``: one weight per feature and

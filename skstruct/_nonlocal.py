@@ -85,7 +85,7 @@ class NonLocalCRF(CRF):
     tol : float, default=1e-6
         L-BFGS stops when the relative decrease of the objective falls below
         ``tol`` (as scipy's ``ftol``); a fit that reaches ``max_iter`` first
-        issues a :class:`~skstruct.inference.ConvergenceWarning`.
+        issues a :class:`~skstruct.exceptions.ConvergenceWarning`.
     feature_pairs : {"all", "seen"}, default="all"
         Which node weights the base CRF learns.  ``"all"``: one weight per
         feature and class (the ``(n_classes, n_features)`` table).  ``"seen"``:
