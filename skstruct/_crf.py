@@ -11,12 +11,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._backends import bag_operation
 from ._base import (
-    C_RANGE,
+    SHARED,
     StructuredEstimatorMixin,
     _is_bag,
     _refuse_latent_constraints,
     _set_n_features_in,
     resolve_model,
+    shared_constraints,
     warn_stopped,
 )
 from ._core import n_threads
@@ -185,20 +186,20 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
     (True, True)
     """
 
-    _parameter_constraints = {
-        "model": [Options("auto"), StructuredModel],
-        "C": [Interval(Real, *C_RANGE)],
-        "solver": [Options(*_SOLVERS)],
-        "max_iter": [Interval(Integral, 1)],
-        "tol": [Interval(Real, 0)],
-        "feature_pairs": [Options(*_FEATURE_PAIRS)],
-        "warm_start": ["boolean"],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "batch_size": [Interval(Integral, 1)],
-        "n_jobs": [None, Interval(Integral)],
-        "random_state": ["random_state"],
-        "verbose": [Interval(Integral, 0), "boolean"],
-    }
+    _parameter_constraints = shared_constraints(
+        model=[Options("auto"), StructuredModel],
+        C=SHARED,
+        solver=[Options(*_SOLVERS)],
+        max_iter=SHARED,
+        tol=SHARED,
+        feature_pairs=[Options(*_FEATURE_PAIRS)],
+        warm_start=SHARED,
+        learning_rate=[Interval(Real, 0, None, closed="neither")],
+        batch_size=[Interval(Integral, 1)],
+        n_jobs=SHARED,
+        random_state=SHARED,
+        verbose=SHARED,
+    )
 
     def __init__(self, *, model="auto", C=1.0, solver="lbfgs", max_iter=100, tol=1e-6,
                  feature_pairs="all", warm_start=False, learning_rate=0.1, batch_size=64,
