@@ -31,6 +31,8 @@ LAYERS = {
     # above the estimators: its drivers run their fitting steps on a cluster
     "distributed": 5,
     "__init__": 6, "__main__": 6, "_persist": 6,
+    # drop-in interfaces of other libraries, over the estimators
+    "compat": 6,
 }
 
 
