@@ -480,39 +480,39 @@ default=1000, 10 and 20
     c1 ||w||_1 + c2 ||w||^2``: the same minimiser at ``C = 1 / (c1 + 2 c2)`` and
     ``l1_ratio = c1 / (c1 + 2 c2)``.  Each parameter's counterpart:
 
-    ==========================  ====================================================
-    sklearn-crfsuite            :class:`skstruct.CRF`
-    ==========================  ====================================================
-    ``algorithm="lbfgs"``       ``solver="lbfgs"`` (OWL-QN when ``c1 > 0``)
-    ``algorithm="l2sgd"``       ``solver="l2sgd"``, ``C = 1 / (2 c2)`` (``c2 > 0``)
-    ``algorithm="ap"``          ``solver="perceptron"``
-    ``algorithm="pa"``          ``solver="pa"``, ``C = c``
-    ``algorithm="arow"``        ``solver="arow"``
-    ``c1``, ``c2`` (lbfgs)      ``C``, ``l1_ratio`` as above; ``c1 = c2 = 0`` (no
-                                penalty) is ``C = 1e12``, ``l1_ratio = 0``
-    ``max_iterations``          ``max_iter`` (lbfgs's default 2147483647: it stops by
-                                ``delta`` / ``epsilon``)
-    ``delta``                   ``tol``
-    ``epsilon`` (lbfgs)         ``solver_options["epsilon"]``
-    ``epsilon`` (ap, pa, arow)  ``tol``: stop after an epoch whose mistakes per
-                                sequence are at most ``epsilon``
-    ``period``                  ``solver_options["period"]``
-    ``num_memories``            ``solver_options["memory"]``
-    ``max_linesearch``          ``solver_options["max_linesearch"]``
-    ``linesearch``              no effect (see below)
-    ``calibration_*``           ``solver_options["calibration_*"]``
-    ``pa_type``                 ``solver_options["type"]``
-    ``error_sensitive``         ``solver_options["error_sensitive"]``
-    ``averaging``               ``solver_options["average"]``
-    ``variance``, ``gamma``     ``solver_options["variance"]``, ``["gamma"]``
-    ``all_possible_states``     ``feature_pairs="all"`` (True) or ``"seen"`` (False)
-    ``all_possible_transitions``  no counterpart (see below)
-    ``min_freq``                applied to the attributes here (see below)
-    ``verbose``                 ``verbose``
-    ``model_filename``          saved and loaded here (see below)
-    ``keep_tempfiles``          no effect
-    ``trainer_cls``             refused unless None
-    ==========================  ====================================================
+    ==============================  ====================================================
+    sklearn-crfsuite                :class:`skstruct.CRF`
+    ==============================  ====================================================
+    ``algorithm="lbfgs"``           ``solver="lbfgs"`` (OWL-QN when ``c1 > 0``)
+    ``algorithm="l2sgd"``           ``solver="l2sgd"``, ``C = 1 / (2 c2)`` (``c2 > 0``)
+    ``algorithm="ap"``              ``solver="perceptron"``
+    ``algorithm="pa"``              ``solver="pa"``, ``C = c``
+    ``algorithm="arow"``            ``solver="arow"``
+    ``c1``, ``c2`` (lbfgs)          ``C``, ``l1_ratio`` as above; ``c1 = c2 = 0`` (no
+                                    penalty) is ``C = 1e12``, ``l1_ratio = 0``
+    ``max_iterations``              ``max_iter`` (lbfgs's default 2147483647: it stops by
+                                    ``delta`` / ``epsilon``)
+    ``delta``                       ``tol``
+    ``epsilon`` (lbfgs)             ``solver_options["epsilon"]``
+    ``epsilon`` (ap, pa, arow)      ``tol``: stop after an epoch whose mistakes per
+                                    sequence are at most ``epsilon``
+    ``period``                      ``solver_options["period"]``
+    ``num_memories``                ``solver_options["memory"]``
+    ``max_linesearch``              ``solver_options["max_linesearch"]``
+    ``linesearch``                  no effect (see below)
+    ``calibration_*``               ``solver_options["calibration_*"]``
+    ``pa_type``                     ``solver_options["type"]``
+    ``error_sensitive``             ``solver_options["error_sensitive"]``
+    ``averaging``                   ``solver_options["average"]``
+    ``variance``, ``gamma``         ``solver_options["variance"]``, ``["gamma"]``
+    ``all_possible_states``         ``feature_pairs="all"`` (True) or ``"seen"`` (False)
+    ``all_possible_transitions``    no counterpart (see below)
+    ``min_freq``                    applied to the attributes here (see below)
+    ``verbose``                     ``verbose``
+    ``model_filename``              saved and loaded here (see below)
+    ``keep_tempfiles``              no effect
+    ``trainer_cls``                 refused unless None
+    ==============================  ====================================================
 
     Where the two differ:
 

@@ -7,8 +7,6 @@ every keyword argument on (``average``, ``labels``, ``zero_division``, ...).
 ``y_pred`` as lists of label sequences (lists or arrays), one per sentence.
 """
 
-from functools import wraps
-
 from sklearn import metrics as _sk
 
 from .utils import flatten
@@ -27,7 +25,6 @@ __all__ = [
 def _flat(metric):
     """``metric`` applied to the concatenated sequences of ``y_true`` and ``y_pred``."""
 
-    @wraps(metric)
     def flat_metric(y_true, y_pred, *args, **kwargs):
         return metric(flatten(y_true), flatten(y_pred), *args, **kwargs)
 
@@ -38,9 +35,11 @@ def _flat(metric):
         "    The sequences of the two must have the same lengths in total.\n"
         f"*args, **kwargs\n    Passed on to ``sklearn.metrics.{metric.__name__}``.\n\n"
         "Returns\n-------\n"
-        f"What ``sklearn.metrics.{metric.__name__}`` returns on the flat lists.\n")
+        "float or ndarray\n"
+        f"    What ``sklearn.metrics.{metric.__name__}`` returns on the flat lists.\n")
     flat_metric.__name__ = f"flat_{metric.__name__}"
     flat_metric.__qualname__ = flat_metric.__name__
+    flat_metric.__module__ = __name__
     return flat_metric
 
 
