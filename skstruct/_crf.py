@@ -22,10 +22,13 @@ from ._base import (
 )
 from ._core import n_threads
 from ._core._decoders import CHAIN, TREE
-from ._core._params import Interval, Options, validate_params
+from ._core._params import Interval, InvalidParameterError, Options, validate_params
 from .models import StructuredModel
 
-_SOLVERS = ("lbfgs", "sgd")
+_SOLVERS = ("lbfgs", "sgd", "l2sgd", "perceptron", "pa", "arow")
+# solvers that take one step per sample (or mini-batch) and so can continue on new data
+_ONLINE = ("sgd", "l2sgd", "perceptron", "pa", "arow")
+_LBFGS_OPTIONS = {"memory": 6, "period": 1, "epsilon": 0.0, "max_linesearch": 20}
 _FEATURE_PAIRS = ("all", "seen")
 
 
@@ -88,20 +91,79 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
         start from small random weights drawn with ``random_state``.
     C : float, default=1.0
         Inverse regularisation: the CRF minimises ``C * sum_i -log
-        p(y_i | x_i) + ||w||^2 / 2``.  crfsuite's L-BFGS minimises ``-loglik
-        + c2 ||w||^2``, the same minimiser at ``C = 1 / (2 c2)``.  Between
-        ``1e-100`` and ``1e100`` (beyond, L-BFGS's steps overflow or underflow).
-    solver : {"lbfgs", "sgd"}, default="lbfgs"
-        L-BFGS on the whole objective (crfsuite's settings: 6 correction pairs,
-        here stored in single precision, and a Wolfe line search), or AdaGrad
-        steps on mini-batches of ``batch_size`` samples.
+        p(y_i | x_i) + l1_ratio * ||w||_1 + (1 - l1_ratio) * ||w||^2 / 2``
+        (scikit-learn's elastic net, as in ``LogisticRegression``).  CRFsuite
+        minimises ``-loglik + c1 ||w||_1 + c2 ||w||^2``: the same minimiser at
+        ``C = 1 / (c1 + 2 c2)`` and ``l1_ratio = c1 / (c1 + 2 c2)``; conversely
+        ``c1 = l1_ratio / C`` and ``c2 = (1 - l1_ratio) / (2 C)`` (CRFsuite's
+        tutorial setting ``c1 = c2 = 0.1`` is ``C = 10 / 3, l1_ratio = 1 / 3``).
+        Between ``1e-100`` and ``1e100`` (beyond, L-BFGS's steps overflow or
+        underflow).  ``solver="l2sgd"`` reads it as CRFsuite's ``c2 = 1 / (2
+        C)`` and ``solver="pa"`` as the aggressiveness ``c`` of PA-I and
+        PA-II; ``"perceptron"`` and ``"arow"`` do not read it.
+    l1_ratio : float in [0, 1], default=0.0
+        The L1 share of the regulariser.  Above 0 the weights are trained by
+        OWL-QN (Andrew & Gao, "Scalable Training of L1-Regularized Log-Linear
+        Models", ICML 2007), as CRFsuite does for ``c1 > 0``, and many come out
+        exactly 0 (``n_nonzero_``); ``solver="lbfgs"`` only.
+    solver : {"lbfgs", "sgd", "l2sgd", "perceptron", "pa", "arow"}, default="lbfgs"
+        - ``"lbfgs"``: L-BFGS on the whole objective (CRFsuite's settings: 6
+          correction pairs, here stored in single precision, and a Wolfe line
+          search), OWL-QN with a backtracking line search when
+          ``l1_ratio > 0``.
+        - ``"sgd"``: AdaGrad steps on mini-batches of ``batch_size`` samples.
+        - ``"l2sgd"``: CRFsuite's stochastic gradient descent on the
+          L2-regularised likelihood, one sample per step, step ``1 / (lambda
+          (t0 + t))`` with ``t0`` calibrated on a sample of the data as
+          CRFsuite does (Bottou's schedule).
+        - ``"perceptron"``: the averaged perceptron (CRFsuite's ``ap``;
+          Collins, "Discriminative Training Methods for Hidden Markov Models",
+          EMNLP 2002).
+        - ``"pa"``: passive-aggressive steps (Crammer, Dekel, Keshet,
+          Shalev-Shwartz & Singer, "Online Passive-Aggressive Algorithms",
+          JMLR 7, 2006), types PA, PA-I and PA-II.
+        - ``"arow"``: adaptive regularisation of weights (Mejer & Crammer,
+          "Confidence in Structured-Prediction using Confidence-Weighted
+          Models", EMNLP 2010), with a diagonal covariance.
+
+        The last five are online and offer :meth:`partial_fit`; the last four
+        need chains (CRFsuite's setting).  The perceptron, PA and AROW learn
+        from Viterbi decodings, not the likelihood: their weights still give
+        marginals, but uncalibrated ones.
+    solver_options : dict or None, default=None
+        Options of the solver, CRFsuite's names and defaults:
+
+        - ``"lbfgs"``: ``memory`` (6, correction pairs), ``period`` (1) and
+          ``tol``: stop when the relative decrease of the objective over the
+          last ``period`` iterations is at most ``tol`` (CRFsuite's ``period``
+          and ``delta``); ``epsilon`` (0, off): also stop when ``||g|| /
+          max(1, ||w||) <= epsilon``; ``max_linesearch`` (20).
+        - ``"l2sgd"``: ``calibration_eta`` (0.1), ``calibration_rate`` (2),
+          ``calibration_samples`` (1000), ``calibration_candidates`` (10),
+          ``calibration_max_trials`` (20); ``period`` (10) and ``delta``
+          (1e-6): stop when the objective improved by less than ``delta``
+          (relative) over ``period`` epochs.
+        - ``"perceptron"``: ``average`` (True).
+        - ``"pa"``: ``type`` (1: PA-I; 0: PA, 2: PA-II), ``error_sensitive``
+          (True: the margin asked for grows with the square root of the
+          number of wrong labels), ``average`` (True).
+        - ``"arow"``: ``variance`` (1, the initial variance of every
+          weight), ``gamma`` (1, the regularisation of each step).
+        - ``"sgd"``: none.
+
+        An unknown option raises a ``ValueError`` that lists the solver's
+        options.
     max_iter : int, default=100
-        L-BFGS iterations, or SGD epochs.
+        L-BFGS iterations, or epochs (passes over the data) of the other
+        solvers.
     tol : float, default=1e-6
         L-BFGS stops when the relative decrease of the objective falls below
-        ``tol`` (as scipy's ``ftol``); a fit that reaches ``max_iter`` first
-        issues a :class:`~skstruct.exceptions.ConvergenceWarning`.  SGD runs its
-        ``max_iter`` epochs.
+        ``tol`` (as scipy's ``ftol``; over ``period`` iterations, see
+        ``solver_options``); a fit that reaches ``max_iter`` first issues a
+        :class:`~skstruct.exceptions.ConvergenceWarning`.  The perceptron, PA
+        and AROW stop after a pass whose share of wrongly decoded samples is
+        at most ``tol`` (a pass without mistakes, by default), and warn
+        likewise at ``max_iter``.  ``"sgd"`` runs its ``max_iter`` epochs.
     feature_pairs : {"all", "seen"}, default="all"
         Which node weights are learned.  ``"all"``: one weight per feature and
         class (the ``(n_classes, n_features)`` table).  ``"seen"``: only the
@@ -142,8 +204,11 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
     unary_coef_ : ndarray (n_classes, n_features)
     pairwise_coef_ : ndarray (n_edge_features, n_classes, n_classes)
         One table (``n_edge_features = 1``) without edge features.
+    n_nonzero_ : int
+        The number of non-zero entries of ``coef_`` (with ``l1_ratio > 0``,
+        the weights that survived the L1 penalty).
     n_iter_ : int
-        L-BFGS iterations or SGD epochs run.
+        L-BFGS iterations or epochs run.
     fit_seconds_ : float
         Wall time of the training.
     history_ : dict of arrays
@@ -189,7 +254,9 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
     _parameter_constraints = shared_constraints(
         model=[Options("auto"), StructuredModel],
         C=SHARED,
+        l1_ratio=[Interval(Real, 0, 1, closed="both")],
         solver=[Options(*_SOLVERS)],
+        solver_options=[None, dict],
         max_iter=SHARED,
         tol=SHARED,
         feature_pairs=[Options(*_FEATURE_PAIRS)],
@@ -201,12 +268,15 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
         verbose=SHARED,
     )
 
-    def __init__(self, *, model="auto", C=1.0, solver="lbfgs", max_iter=100, tol=1e-6,
-                 feature_pairs="all", warm_start=False, learning_rate=0.1, batch_size=64,
-                 n_jobs=None, random_state=None, verbose=0):
+    def __init__(self, *, model="auto", C=1.0, l1_ratio=0.0, solver="lbfgs",
+                 solver_options=None, max_iter=100, tol=1e-6, feature_pairs="all",
+                 warm_start=False, learning_rate=0.1, batch_size=64, n_jobs=None,
+                 random_state=None, verbose=0):
         self.model = model
         self.C = C
+        self.l1_ratio = l1_ratio
         self.solver = solver
+        self.solver_options = solver_options
         self.max_iter = max_iter
         self.tol = tol
         self.feature_pairs = feature_pairs
@@ -220,6 +290,41 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
     # ------------------------------------------------------------ validation
     def _check_params(self):
         validate_params(self)
+        if self.l1_ratio > 0 and self.solver != "lbfgs":
+            raise InvalidParameterError(
+                f"l1_ratio={self.l1_ratio!r} needs solver='lbfgs' (OWL-QN); "
+                f"solver={self.solver!r} trains the L2-regularised objective only")
+        self._options = self._solver_options()
+
+    def _solver_options(self):
+        """``solver_options`` checked, with the solver's defaults filled in."""
+        given = {} if self.solver_options is None else dict(self.solver_options)
+        if self.solver in ("lbfgs", "sgd"):
+            defaults = _LBFGS_OPTIONS if self.solver == "lbfgs" else {}
+            unknown = sorted(set(given) - set(defaults))
+            if unknown:
+                raise InvalidParameterError(
+                    f"solver_options: {unknown[0]!r} is not an option of solver="
+                    f"{self.solver!r}, which takes {sorted(defaults) or 'none'}")
+            opts = {**defaults, **given}
+            for key in ("memory", "period", "max_linesearch"):
+                if key in given and not (isinstance(given[key], Integral)
+                                         and not isinstance(given[key], bool)
+                                         and given[key] >= 1):
+                    raise InvalidParameterError(f"solver_options[{key!r}] must be an int >= "
+                                                f"1, got {given[key]!r}")
+            if "epsilon" in given and not (isinstance(given["epsilon"], Real)
+                                           and np.isfinite(given["epsilon"])
+                                           and given["epsilon"] >= 0):
+                raise InvalidParameterError(f"solver_options['epsilon'] must be a float >= "
+                                            f"0, got {given['epsilon']!r}")
+            return opts
+        from .solvers._online import check_options
+
+        try:
+            return check_options(self.solver, given)
+        except ValueError as e:
+            raise InvalidParameterError(f"solver_options: {e}") from None
 
     def _design(self, X, y=None, made=None):
         design, packed = self.model_.design(X, y) if made is None else made
@@ -300,7 +405,8 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
             from .solvers._crf import seen_pairs
 
             pairs = seen_pairs(design)
-        obj = CRFObjective(design, self.C, pairs=pairs, allowed=allowed)
+        obj = CRFObjective(design, self.C, pairs=pairs, allowed=allowed,
+                           l2=1.0 - self.l1_ratio)
         w0 = self._initial_weights(obj, previous, rng)
         with n_threads(self.n_jobs):
             if self.solver == "lbfgs":
@@ -361,27 +467,42 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
         before ``tol`` was met."""
         from .solvers._crf import fit_crf_lbfgs
 
+        opts = getattr(self, "_options", None) or self._solver_options()
+        l1 = float(self.l1_ratio)
         tracked = _FirstValue(obj)
         t0 = time.perf_counter()
         w, n_iter, hist = fit_crf_lbfgs(tracked, w0, self.max_iter, self.tol, self.verbose,
-                                        overwrite_w0=True)
+                                        overwrite_w0=True, l1=l1, memory=opts["memory"],
+                                        period=opts["period"], epsilon=opts["epsilon"],
+                                        max_linesearch=opts["max_linesearch"])
         seconds = time.perf_counter() - t0
         f = hist["objective"]
         if n_iter >= self.max_iter and f.size:
-            before = f[-2] if f.size > 1 else tracked.first
+            period = opts["period"]
+            before = f[-1 - period] if f.size > period else tracked.first
+            if f.size <= period and l1 > 0:
+                before = tracked.first + l1 * float(np.abs(w0).sum())
             rel = (before - f[-1]) / max(abs(before), abs(f[-1]), 1.0)
             if rel > self.tol:
                 # one more evaluation, only when warning: the gradient at the last iterate
                 g = obj.value_grad(w)[1]
-                warn_stopped(self, "iteration", "L-BFGS's last relative decrease of the "
-                             "objective", rel, self.tol,
-                             f"The gradient norm is {float(np.sqrt(g @ g)):.3g}; increase "
-                             "max_iter.")
+                what = "gradient"
+                if l1 > 0:
+                    from .solvers._lbfgs import pseudo_gradient
+
+                    g = pseudo_gradient(w, g, l1)
+                    what = "pseudo-gradient"
+                span = "last relative decrease" if period == 1 else \
+                    f"relative decrease over the last {period} iterations"
+                warn_stopped(self, "iteration", f"L-BFGS's {span} of the objective", rel,
+                             self.tol, f"The {what} norm is {float(np.sqrt(g @ g)):.3g}; "
+                             "increase max_iter.")
         return w, n_iter, hist, seconds
 
     def _set_base_fit(self, obj, w, n_iter, hist, seconds):
         """Store the trained weights and the record of their training."""
         self._set_theta(obj, w)
+        self.n_nonzero_ = int(np.count_nonzero(self.coef_))
         self.n_iter_ = int(n_iter)
         self.fit_seconds_ = float(seconds)
         self.history_ = {k: np.asarray(v, np.float64) for k, v in hist.items()}
