@@ -617,6 +617,7 @@ class OnlineCRF:
             wptr=dummy, wlab=dummy, compact=False,
             pw_index=design.edge_features.indices.astype(np.int64), y=y)
         self.lam = 1.0 / (self.C * self.n_samples) if self.n_samples else np.inf
+        self.calibration_trials = []
 
     # ------------------------------------------------------------ helpers
     def _check_state(self, state):
@@ -654,8 +655,10 @@ class OnlineCRF:
         Returns
         -------
         float
-            The chosen ``eta``.
+            The chosen ``eta``; every trial's ``(eta, objective)`` is in
+            ``self.calibration_trials``.
         """
+        self.calibration_trials = []
         if self.solver != "l2sgd":
             return None
         self._check_state(state)
@@ -676,6 +679,7 @@ class OnlineCRF:
             trial = init_state("l2sgd", opt, self.n_weights)
             trial.t0[()] = 1.0 / (self.lam * eta)
             loss = float(self._sgd(trial, order, S)[1])
+            self.calibration_trials.append((eta, loss))
             ok = np.isfinite(loss) and loss < init_loss
             if ok:
                 candidates -= 1
