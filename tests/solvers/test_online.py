@@ -378,16 +378,20 @@ def test_counters_run_across_calls_and_orders_can_repeat_samples():
     np.testing.assert_allclose(trainer.weights(state), avg, atol=1e-10)
 
 
-def test_a_warm_start_continues_from_w0():
+@pytest.mark.parametrize("average", [True, False])
+def test_a_warm_start_continues_from_w0(average):
     pb = Problem(seed=9)
     w0 = np.random.default_rng(0).normal(size=pb.n_w)
-    opts = {"type": 2, "error_sensitive": True, "average": False}
+    opts = {"type": 2, "error_sensitive": True, "average": average}
     trainer = OnlineCRF(pb.design, "pa", C=1.0, options=opts)
     state = init_state("pa", opts, trainer.n_weights, w0=w0)
     trainer.epoch(state, ORDER)
-    w, _, _, _ = reference_margin(pb, "pa", opts, 1.0, ORDER, 1, w=w0)
-    np.testing.assert_allclose(trainer.weights(state), w, rtol=1e-9, atol=1e-10)
+    w, avg, _, _ = reference_margin(pb, "pa", opts, 1.0, ORDER, 1, w=w0)
+    np.testing.assert_allclose(trainer.weights(state), avg if average else w, rtol=1e-9,
+                               atol=1e-10)
     assert not np.array_equal(w, w0)
+    # the initial weights were copied, not trained in place
+    assert not np.shares_memory(state.w, w0)
 
 
 @pytest.mark.parametrize("solver", ["perceptron", "arow", "l2sgd"])
