@@ -22,8 +22,8 @@ labelling ``y*`` differs from the truth ``y`` at ``d > 0`` positions, step along
 ``delta = phi(x, y) - phi(x, y*)``: the node features of the positions that differ (at the
 true label ``+x``, at the predicted one ``-x``) and the transitions (``+1`` / ``-1``).
 Entries that occur on both sides cancel, so ``delta`` is gathered in a scratch vector with
-the list of the entries it touched before it is used; a step costs the features of the
-sample's wrong positions and nothing that grows with the model.
+the list of the entries it touched before it is used; an update costs the features of the
+sample's wrong positions, nothing that grows with the model.
 
 Weights are always in the full layout of :class:`~skstruct.solvers._crf.CRFObjective`
 without ``pairs``: the node weights ``W`` (F, K) row by row, then the edge tables ``P``
@@ -547,8 +547,11 @@ def l2sgd_converged(objectives, period, delta):
     ``delta`` (never before ``period + 1`` epochs)."""
     if len(objectives) <= period:
         return False
-    now = objectives[-1]
-    return bool((objectives[-1 - period] - now) / now < delta)
+    now = float(objectives[-1])
+    if now == 0.0:
+        # a perfect fit: nothing left to improve
+        return True
+    return bool((float(objectives[-1 - period]) - now) / now < delta)
 
 
 class OnlineCRF:

@@ -339,6 +339,7 @@ def test_l2sgd_converged_compares_with_the_objective_period_epochs_back():
     assert not l2sgd_converged([5.0, 4.0, 3.0], period=2, delta=1e-3)
     assert l2sgd_converged([5.0, 3.0, 3.0, 2.9999], period=2, delta=1e-3)
     assert not l2sgd_converged([5.0, 3.0, 3.0, 2.9], period=2, delta=1e-3)
+    assert l2sgd_converged([1.0, 0.5, 0.0], period=1, delta=1e-3)
 
 
 @pytest.mark.parametrize("solver", ["perceptron", "pa"])
