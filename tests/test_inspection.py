@@ -354,6 +354,28 @@ def test_other_estimators_and_model_features(make):
         assert "<END>" in last and "<START>" not in last
 
 
+def test_nonlocal_crf_is_explained_by_its_crf_part():
+    from skstruct import NonLocalCRF
+    from skstruct.energies import NearestStatistic
+
+    X, y = marker_data(5)
+    nl = NonLocalCRF(C=10.0, max_iter=50, energy=NearestStatistic("marginals"),
+                     energy_max_iter=1, random_state=0).fit(X, y)
+    exp = explain_weights(nl, feature_names=MARKER_NAMES)
+    assert exp.targets["A"].positive[0].name == "only_a"
+    np.testing.assert_array_equal(exp.tables, nl.pairwise_coef_)
+    pred = explain_prediction(nl, X[0], top=100)
+    np.testing.assert_array_equal(pred.labels, nl.predict([X[0]])[0])
+    m = nl.predict_marginals([X[0]])[0]
+    ks = np.searchsorted(nl.classes_, pred.labels)
+    np.testing.assert_array_equal([t.probability for t in pred.tokens], m[np.arange(len(ks)), ks])
+    for t, tok in enumerate(pred.tokens):
+        ref = nl.unary_coef_[ks[t]] @ X[0][t]
+        if t:
+            ref += nl.pairwise_coef_[0, ks[t - 1], ks[t]]
+        assert math.isclose(tok.total, ref, rel_tol=1e-12, abs_tol=1e-12)
+
+
 def test_tree_with_edge_features_and_an_undirected_model():
     rng = np.random.default_rng(4)
     X, y = [], []
