@@ -104,9 +104,12 @@ class TokenExplanation(NamedTuple):
     probability: object
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class WeightsExplanation:
     """The weights of a fitted model, as :func:`explain_weights` reads them.
+
+    ``str()`` and :meth:`to_text` give it as aligned text, :meth:`to_html` as an HTML
+    table, which notebooks show on their own.
 
     Attributes
     ----------
@@ -206,9 +209,12 @@ class WeightsExplanation:
         return self.to_text()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PredictionExplanation:
     """One sample's prediction, as :func:`explain_prediction` reads it.
+
+    ``str()`` and :meth:`to_text` give it as text, :meth:`to_html` as HTML tables, which
+    notebooks show on their own.
 
     Attributes
     ----------
