@@ -265,7 +265,8 @@ class NonLocalCRF(CRF):
     }
 
     def __init__(self, *, model="auto", C=1.0, l1_ratio=0.0, solver="lbfgs",
-                 solver_options=None, max_iter=100, tol=1e-6, feature_pairs="all", warm_start=False, energy=None, energy_fit="joint",
+                 solver_options=None, max_iter=100, tol=1e-6, feature_pairs="all",
+                 warm_start=False, energy=None, energy_fit="joint",
                  validation_fraction=0.2, psi="bias", n_components=1000,
                  gamma="scale", psi_init=1.0, inference_method="rda", max_oracle_calls=20,
                  n_pieces="auto", inference_tol=1e-4, step_size=1.0, lipschitz=None,
