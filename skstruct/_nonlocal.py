@@ -385,7 +385,7 @@ class NonLocalCRF(CRF):
         given_val = self._check_validation_data(X_val, y_val)
         rng = check_random_state(self.random_state)
         previous = self._warm_source()
-        design = self._fit_model(X, y)
+        design = self._fit_model(X, y, previous)
         # the energy's weights are learned on energy_design (all of X, or the held-out part)
         energy_design = design
         held_out = None

@@ -200,7 +200,7 @@ def init_state(solver, options, n_weights, w0=None):
                        scale=np.ones(()))
 
 
-def _grow(v, old_to_new, K_old, K_new, F, M, fill):
+def grow_layout(v, old_to_new, K_old, K_new, F, M, fill):
     """``v`` of layout (F, K_old) + (M, K_old, K_old) in layout (F, K_new) + (M, K_new,
     K_new), old class ``k`` at ``old_to_new[k]``, ``fill`` elsewhere."""
     W = np.full((F, K_new), fill)
@@ -233,10 +233,10 @@ def grow_state(state, solver, options, old_to_new, n_classes_new, n_features, n_
         raise ValueError(f"old_to_new must map the {K_old} old classes to distinct classes "
                          f"in [0, {K_new}); got {o2n.tolist()}")
     # the decay factor is folded into the weights so the new state starts at scale 1
-    w = _grow(state.w * float(state.scale), o2n, K_old, K_new, F, M, 0.0)
-    ws = (_grow(state.ws, o2n, K_old, K_new, F, M, 0.0) if state.ws.shape[0]
+    w = grow_layout(state.w * float(state.scale), o2n, K_old, K_new, F, M, 0.0)
+    ws = (grow_layout(state.ws, o2n, K_old, K_new, F, M, 0.0) if state.ws.shape[0]
           else np.zeros(0))
-    sigma = (_grow(state.sigma, o2n, K_old, K_new, F, M, float(options["variance"]))
+    sigma = (grow_layout(state.sigma, o2n, K_old, K_new, F, M, float(options["variance"]))
              if state.sigma.shape[0] else np.zeros(0))
     return OnlineState(w=w, ws=ws, sigma=sigma, t=state.t.copy(), t0=state.t0.copy(),
                        scale=np.ones(()))
