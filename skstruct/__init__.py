@@ -12,8 +12,8 @@ from ._persist import trusted_types
 
 __version__ = "0.1.0.dev0"
 
-_SUBMODULES = ("datasets", "energies", "exceptions", "inference", "metrics", "models",
-               "preprocessing", "solvers")
+_SUBMODULES = ("datasets", "energies", "exceptions", "inference", "inspection", "metrics",
+               "models", "preprocessing", "solvers")
 _ESTIMATORS = {
     "ApproxStructuredPredictor": "._approx",
     "CRF": "._crf",

@@ -76,10 +76,16 @@ class NonLocalCRF(CRF):
         p(y_i | x_i) + ||w||^2 / 2``.  crfsuite's L-BFGS minimises ``-loglik
         + c2 ||w||^2``, the same minimiser at ``C = 1 / (2 c2)``.  Between
         ``1e-100`` and ``1e100`` (beyond, L-BFGS's steps overflow or underflow).
+    l1_ratio : float in [0, 1], default=0.0
+        The elastic-net mix of the base CRF's regulariser, as for
+        :class:`~skstruct.CRF` (``solver="lbfgs"``, trained by OWL-QN when
+        positive).
     solver : {"lbfgs", "sgd"}, default="lbfgs"
         Base CRF training: L-BFGS on the whole objective (crfsuite's settings:
         6 correction pairs, here stored in single precision, and a Wolfe line
         search), or AdaGrad steps on mini-batches of ``batch_size`` samples.
+    solver_options : dict or None, default=None
+        Options of the base CRF's solver, as for :class:`~skstruct.CRF`.
     max_iter : int, default=100
         L-BFGS iterations, or SGD epochs.
     tol : float, default=1e-6
@@ -237,6 +243,8 @@ class NonLocalCRF(CRF):
 
     _parameter_constraints = {
         **CRF._parameter_constraints,
+        # the energy stage reads the base CRF's marginals: a likelihood-trained CRF
+        "solver": [Options("lbfgs", "sgd")],
         "energy": [None, Energy],
         "energy_fit": [Options(*_ENERGY_FIT)],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
@@ -256,14 +264,16 @@ class NonLocalCRF(CRF):
         "C_energy": [None, Interval(Real, *C_RANGE)],
     }
 
-    def __init__(self, *, model="auto", C=1.0, solver="lbfgs", max_iter=100, tol=1e-6,
-                 feature_pairs="all", warm_start=False, energy=None, energy_fit="joint",
+    def __init__(self, *, model="auto", C=1.0, l1_ratio=0.0, solver="lbfgs",
+                 solver_options=None, max_iter=100, tol=1e-6, feature_pairs="all",
+                 warm_start=False, energy=None, energy_fit="joint",
                  validation_fraction=0.2, psi="bias", n_components=1000,
                  gamma="scale", psi_init=1.0, inference_method="rda", max_oracle_calls=20,
                  n_pieces="auto", inference_tol=1e-4, step_size=1.0, lipschitz=None,
                  learning="stochastic", energy_max_iter=5, learning_rate=0.1, batch_size=64,
                  fit_theta=False, C_energy=None, n_jobs=None, random_state=None, verbose=0):
-        super().__init__(model=model, C=C, solver=solver, max_iter=max_iter, tol=tol,
+        super().__init__(model=model, C=C, l1_ratio=l1_ratio, solver=solver,
+                         solver_options=solver_options, max_iter=max_iter, tol=tol,
                          feature_pairs=feature_pairs, warm_start=warm_start,
                          learning_rate=learning_rate, batch_size=batch_size, n_jobs=n_jobs,
                          random_state=random_state, verbose=verbose)
@@ -375,7 +385,7 @@ class NonLocalCRF(CRF):
         given_val = self._check_validation_data(X_val, y_val)
         rng = check_random_state(self.random_state)
         previous = self._warm_source()
-        design = self._fit_model(X, y)
+        design = self._fit_model(X, y, previous)
         # the energy's weights are learned on energy_design (all of X, or the held-out part)
         energy_design = design
         held_out = None

@@ -265,8 +265,9 @@ def test_every_parameter_is_keyword_only():
     params = [p for p in sig.parameters.values() if p.name != "self"]
     assert params and all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params)
     assert {p.name for p in params} == {
-        "model", "C", "solver", "max_iter", "tol", "feature_pairs", "warm_start",
-        "learning_rate", "batch_size", "n_jobs", "random_state", "verbose"}
+        "model", "C", "l1_ratio", "solver", "solver_options", "max_iter", "tol",
+        "feature_pairs", "warm_start", "learning_rate", "batch_size", "n_jobs",
+        "random_state", "verbose"}
     with pytest.raises(TypeError):
         CRF("auto")
     # NonLocalCRF keeps every CRF parameter, with the same default

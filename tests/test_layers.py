@@ -30,6 +30,8 @@ LAYERS = {
     "preprocessing": 4, "metrics": 4, "datasets": 4, "exceptions": 4,
     # above the estimators: its drivers run their fitting steps on a cluster
     "distributed": 5,
+    # reads fitted estimators' weights
+    "inspection": 5,
     "__init__": 6, "__main__": 6, "_persist": 6,
     # drop-in interfaces of other libraries, over the estimators
     "compat": 6,

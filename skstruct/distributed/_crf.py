@@ -37,14 +37,15 @@ class _CRFPart:
 class _DistributedObjective:
     """``value_grad`` of the CRF objective summed over partitions on the cluster."""
 
-    def __init__(self, workers):
+    def __init__(self, workers, l2=1.0):
         self.workers = workers
+        self.l2 = l2
 
     def value_grad(self, w):
         w = np.array(w, dtype=np.float64, copy=True)
         res, _ = self.workers.call("value_grad", (w,))
-        f = 0.5 * float(w @ w) + sum(r[0] for r in res.values())
-        g = w.copy()
+        f = 0.5 * self.l2 * float(w @ w) + sum(r[0] for r in res.values())
+        g = self.l2 * w
         for _, (rows, vals), rest in res.values():
             n = g.shape[0] - rest.shape[0]
             g[:n].reshape(-1, vals.shape[1])[rows] += vals
@@ -71,7 +72,7 @@ def fit_crf(est, X, y):
         client.cancel(data)
         raise ValueError(f"{name} on a dask Bag needs fully labelled samples (no None "
                          "labels)")
-    local = CRFObjective(est._design(None, None, made)[0], est.C)
+    local = CRFObjective(est._design(None, None, made)[0], est.C, l2=1.0 - est.l1_ratio)
     try:
         w0 = est._initial_weights(local, previous, None)
     except ValueError:
@@ -79,7 +80,8 @@ def fit_crf(est, X, y):
         raise
     workers = _Workers(client, data, _make(_CRFPart, est), est.n_jobs)
     try:
-        w, n_iter, hist, seconds = est._run_lbfgs(_DistributedObjective(workers), w0)
+        w, n_iter, hist, seconds = est._run_lbfgs(_DistributedObjective(workers,
+                                                                        1.0 - est.l1_ratio), w0)
     finally:
         workers.close()
     est._set_base_fit(local, w, n_iter, hist, seconds)

@@ -15,6 +15,8 @@
   the parameter step (gradient or L-BFGS direction, Armijo line search);
 * :mod:`._crf`: the CRF likelihood (value, gradient, marginals) and its
   L-BFGS fit;
+* :mod:`._online`: CRFsuite's online trainers of the chain CRF (averaged perceptron,
+  passive-aggressive, AROW, calibrated L2 SGD), one compiled pass per epoch;
 * :mod:`._perceptron`: the averaged structured perceptron, batched and
   through the protocol.
 

@@ -11,6 +11,7 @@ column ``pairs[1][j]``; every other pair's weight is fixed at 0 (crfsuite's
 default feature set: the attribute-label pairs seen in training).
 """
 
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -25,7 +26,7 @@ from ..inference._api import marginals_batch
 from ..inference._chain import _fb_log, exp_tables, scaled_forward
 from ..inference._modes import EDGES_PER_TABLE
 from ..models._design import column_indices
-from ._lbfgs import lbfgs
+from ._lbfgs import lbfgs, owlqn
 
 # the scaled forward-backward hands a chain to the log-space one when a forward step
 # keeps too little mass (see scaled_forward) or a backward message exceeds _HUGE
@@ -251,7 +252,7 @@ def chain_value_grad(A, w, P, chunks, G, nll):
 
 
 class CRFObjective:
-    """``C * sum_i w_i (log Z_i - score_i(y_i)) + ||W||^2 / 2 + ||P||^2 / 2``.
+    """``C * sum_i w_i (log Z_i - score_i(y_i)) + l2 (||W||^2 + ||P||^2) / 2``.
 
     ``W`` (F, Kp) are the node weights of the design's feature map, ``P`` (EF,
     K, K) the edge tables.  ``sample_weight`` (n_samples,) multiplies each
@@ -271,8 +272,11 @@ class CRFObjective:
     entries of ``W`` are 0.  :meth:`split` always returns the full ``W``.
     """
 
-    def __init__(self, design, C, sample_weight=None, pairs=None, allowed=None):
+    def __init__(self, design, C, sample_weight=None, pairs=None, allowed=None, l2=1.0):
         self.design = design
+        # the weight of ||w||^2 / 2 (1 - l1_ratio under the elastic net, whose L1 part the
+        # orthant-wise optimiser adds)
+        self.l2 = float(l2)
         # hidden states or unknown labels: the truth is the set of labellings whose
         # states are allowed, and its score the log partition restricted to it
         self.allowed = allowed
@@ -513,10 +517,13 @@ class CRFObjective:
             raise ValueError("a sample's true labelling has probability 0 under the model (a "
                              "-inf potential forbids it)")
         C = self.C
-        value = C * float(nll.sum()) + 0.5 * float(w @ w)
+        value = C * float(nll.sum()) + 0.5 * self.l2 * float(w @ w)
         g = G[0] if n_chunks == 1 else G.sum(axis=0)
         g *= C
-        g += w
+        if self.l2 == 1.0:
+            g += w
+        else:
+            g += self.l2 * w
         return value, g
 
     def value_grad(self, w):
@@ -560,8 +567,8 @@ class CRFObjective:
             gP = np.asarray(self.EFt @ RE.reshape(b.n_edges, -1)).reshape(self.P_shape)
         gP = self.design.fold(gP)
         C = self.C
-        value = C * float(nll.sum()) + 0.5 * float(w @ w)
-        g = np.concatenate([C * gW.ravel(), C * gP.ravel()]) + w
+        value = C * float(nll.sum()) + 0.5 * self.l2 * float(w @ w)
+        g = np.concatenate([C * gW.ravel(), C * gP.ravel()]) + self.l2 * w
         return value, g, node
 
     def value_grad_marginals(self, w):
@@ -586,15 +593,17 @@ class CRFObjective:
             gW = gW[self._rows(), self.pairs[1]]
         gP = self.edge_residual_grad(edge)
         C = self.C
-        value = C * float(nll.sum()) + 0.5 * float(w @ w)
-        g = np.concatenate([C * gW.ravel(), C * gP.ravel()]) + w
+        value = C * float(nll.sum()) + 0.5 * self.l2 * float(w @ w)
+        g = np.concatenate([C * gW.ravel(), C * gP.ravel()]) + self.l2 * w
         return value, g, node
 
 
 def fit_crf_lbfgs(obj, w0, max_iter, tol, verbose=False, memory=6, overwrite_w0=False,
-                  history_dtype=np.float32):
+                  history_dtype=np.float32, l1=0.0, period=1, epsilon=0.0,
+                  max_linesearch=20):
     """:func:`~skstruct.solvers._lbfgs.lbfgs` on a :class:`CRFObjective` (or anything with
-    a ``value_grad``); ``overwrite_w0``: iterate in ``w0``'s memory; the correction pairs
+    a ``value_grad``), or :func:`~skstruct.solvers._lbfgs.owlqn` on it plus ``l1 ||w||_1``
+    when ``l1 > 0``; ``overwrite_w0``: iterate in ``w0``'s memory; the correction pairs
     in single precision by default.
 
     Returns
@@ -617,8 +626,10 @@ def fit_crf_lbfgs(obj, w0, max_iter, tol, verbose=False, memory=6, overwrite_w0=
             print(f"iter {len(hist['objective']):4d}  objective "
                   f"{hist['objective'][-1]:.8g}", flush=True)
 
-    w, n_iter = lbfgs(obj.value_grad, w0, max_iter, tol, memory=memory, callback=callback,
-                      overwrite_x0=overwrite_w0, history_dtype=history_dtype)
+    run = lbfgs if l1 == 0 else partial(owlqn, l1=l1)
+    w, n_iter = run(obj.value_grad, w0, max_iter, tol, memory=memory, callback=callback,
+                    overwrite_x0=overwrite_w0, history_dtype=history_dtype, period=period,
+                    epsilon=epsilon, max_linesearch=max_linesearch)
     return w, n_iter, {k: np.asarray(v, np.float64) for k, v in hist.items()}
 
 
