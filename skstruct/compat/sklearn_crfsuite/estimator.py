@@ -535,6 +535,9 @@ default=1000, 10 and 20
       transitions are all kept.
     * ``fit(X_dev=..., y_dev=...)``: the held-out data are evaluated once, after
       training (the last record of ``training_log_``), not after every iteration.
+    * A fit that stops at ``max_iterations`` before its stopping test (``delta``,
+      ``epsilon``) is met issues skstruct's
+      :class:`~skstruct.exceptions.ConvergenceWarning`; CRFsuite stops silently.
     * ``classes_`` lists the labels in the order first seen in training, as
       CRFsuite; the columns of ``crf_.unary_coef_`` follow ``crf_.classes_``
       (sorted).
@@ -551,10 +554,10 @@ default=1000, 10 and 20
     >>> from skstruct.compat.sklearn_crfsuite import CRF
     >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
     >>> y = [["DT", "NN"], ["DT", "NN"]]
-    >>> crf = CRF(c1=0.0, c2=0.1, max_iterations=50).fit(X, y)  # doctest: +SKIP
-    >>> crf.classes_  # doctest: +SKIP
+    >>> crf = CRF(c1=0.0, c2=0.1, max_iterations=50).fit(X, y)
+    >>> crf.classes_
     ['DT', 'NN']
-    >>> crf.predict([[{"w": "the"}, {"w": "cat"}]]).tolist()  # doctest: +SKIP
+    >>> crf.predict([[{"w": "the"}, {"w": "cat"}]]).tolist()
     [['DT', 'NN']]
     """
 
