@@ -34,7 +34,7 @@ DROPIN = "skstruct.compat.sklearn_crfsuite"
 _FROM = re.compile(r"^(\s*)from sklearn_crfsuite import (.+)$")
 _IMPORT = re.compile(r"^(\s*)import sklearn_crfsuite\s*$")
 # the other algorithms' parametrisations, left out by --quick
-_OTHER = re.compile(r"[[-](l2sgd|ap|pa|arow)[]-]")
+_OTHER = re.compile(r"[\[-](l2sgd|ap|pa|arow)[\]-]")
 _OUTCOMES = ("PASSED", "FAILED", "ERROR", "XFAIL", "XPASS", "SKIPPED")
 
 

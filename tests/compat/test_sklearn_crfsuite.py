@@ -313,6 +313,7 @@ def test_l1_gives_crfsuites_sparse_weights():
     assert len(ours.state_features_) < n_weights      # L1 zeroes some weights exactly
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_every_algorithm_learns_the_example(algorithm):
     X, y = weather()
@@ -325,6 +326,8 @@ def test_every_algorithm_learns_the_example(algorithm):
         assert crf.score([X], [y]) > 0.8
     marg = crf.predict_marginals([X])[0]
     assert all(abs(sum(m.values()) - 1) < 1e-9 for m in marg)
+    log = crf.training_log_.iterations
+    assert len(log) == crf.crf_.n_iter_ and all(np.isfinite(it["loss"]) for it in log)
 
 
 def test_training_log_and_dev_evaluation(capsys):

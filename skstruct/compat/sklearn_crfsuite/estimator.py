@@ -352,9 +352,10 @@ class TrainingLog:
     ----------
     iterations : list of dict
         One record per iteration (epoch for the online algorithms): ``num`` (from 1),
-        ``loss`` (the objective in CRFsuite's scale for ``lbfgs`` and ``l2sgd``: the
-        negative log-likelihood plus the penalty; what the solver records otherwise),
-        ``time`` (seconds of this iteration) and ``scores`` (``{}``).  The last record
+        ``loss`` (for ``lbfgs`` and ``l2sgd`` CRFsuite's objective, the negative
+        log-likelihood plus the penalty; for ``ap``, ``pa`` and ``arow`` the
+        algorithm's loss summed over the epoch's sequences), ``time`` (seconds of
+        this iteration) and ``scores`` (``{}``).  The last record
         also has ``feature_norm`` and ``active_features`` (non-zero weights) and, when
         ``fit`` had held-out data, its evaluation: ``scores`` (a :class:`LabelScore`
         per label), ``avg_precision``, ``avg_recall``, ``avg_f1`` (means over the
@@ -494,8 +495,7 @@ default=1000, 10 and 20
                                     ``delta`` / ``epsilon``)
     ``delta``                       ``tol``
     ``epsilon`` (lbfgs)             ``solver_options["epsilon"]``
-    ``epsilon`` (ap, pa, arow)      ``tol``: stop after an epoch whose mistakes per
-                                    sequence are at most ``epsilon``
+    ``epsilon`` (ap, pa, arow)      ``tol`` (a different measure, see below)
     ``period``                      ``solver_options["period"]``
     ``num_memories``                ``solver_options["memory"]``
     ``max_linesearch``              ``solver_options["max_linesearch"]``
@@ -535,6 +535,13 @@ default=1000, 10 and 20
       transitions are all kept.
     * ``fit(X_dev=..., y_dev=...)``: the held-out data are evaluated once, after
       training (the last record of ``training_log_``), not after every iteration.
+    * ``epsilon`` of ``ap``, ``pa`` and ``arow``: skstruct stops after an epoch in
+      which the share of sequences decoded wrongly is at most ``epsilon``;
+      CRFsuite measures the ratio of wrong labels (``ap``) or the mean loss (``pa``,
+      ``arow``).  Both are 0 after an epoch without mistakes, but the numbers of
+      epochs can differ: on a sequence both learn without a mistake, CRFsuite's
+      ``pa`` still runs its 100 epochs (its loss stays positive below the margin),
+      skstruct's stops after the first epoch without a mistake.
     * A fit that stops at ``max_iterations`` before its stopping test (``delta``,
       ``epsilon``) is met issues skstruct's
       :class:`~skstruct.exceptions.ConvergenceWarning`; CRFsuite stops silently.
@@ -736,13 +743,16 @@ default=1000, 10 and 20
 
     def _log(self, crf, algorithm, params, model, dev):
         hist = getattr(crf, "history_", {}) or {}
-        objective = np.asarray(hist.get("objective", []), np.float64)
-        seconds = np.asarray(hist.get("seconds", np.zeros(objective.size)), np.float64)
-        # skstruct's objective is C times CRFsuite's (-loglik + penalty)
-        scale = params["C"] if algorithm in ("lbfgs", "l2sgd") else 1.0
+        if "objective" in hist:
+            # lbfgs, l2sgd: skstruct's objective is C times CRFsuite's (-loglik + penalty)
+            loss = np.asarray(hist["objective"], np.float64) / params["C"]
+        else:
+            # ap, pa, arow: the algorithm's loss summed over the epoch's sequences
+            loss = np.asarray(hist.get("loss", []), np.float64)
+        seconds = np.asarray(hist.get("seconds", np.zeros(loss.size)), np.float64)
         times = np.diff(np.concatenate([[0.0], seconds])) if seconds.size else seconds
-        iterations = [{"num": i + 1, "scores": {}, "loss": float(f / scale),
-                       "time": float(t)} for i, (f, t) in enumerate(zip(objective, times))]
+        iterations = [{"num": i + 1, "scores": {}, "loss": float(f), "time": float(t)}
+                      for i, (f, t) in enumerate(zip(loss, times))]
         if not iterations:
             iterations = [{"num": 1, "scores": {}}]
         last = iterations[-1]
