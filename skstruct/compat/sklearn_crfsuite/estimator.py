@@ -540,8 +540,8 @@ default=1000, 10 and 20
       CRFsuite measures the ratio of wrong labels (``ap``) or the mean loss (``pa``,
       ``arow``).  Both are 0 after an epoch without mistakes, but the numbers of
       epochs can differ: on a sequence both learn without a mistake, CRFsuite's
-      ``pa`` still runs its 100 epochs (its loss stays positive below the margin),
-      skstruct's stops after the first epoch without a mistake.
+      ``pa`` still runs its 100 epochs, skstruct's stops after the first epoch
+      without a mistake.
     * A fit that stops at ``max_iterations`` before its stopping test (``delta``,
       ``epsilon``) is met issues skstruct's
       :class:`~skstruct.exceptions.ConvergenceWarning`; CRFsuite stops silently.
