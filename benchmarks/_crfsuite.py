@@ -240,3 +240,43 @@ def run_crfsuite(train_feats, y_train, test_feats, *, c2=None, max_iterations=No
         "n_active_attributes": n_active_attributes,
         "n_active_features": n_active_features,
     }
+
+
+def train_crfsuite(train_feats, y_train, test_feats, algorithm, params):
+    """Train python-crfsuite's ``algorithm`` with ``params`` (its own names; crfsuite's
+    defaults otherwise, its default feature set) and tag ``test_feats``.
+
+    Returns a dict: ``pred``, ``train_cpu_seconds`` and ``train_wall_seconds`` (dict
+    conversion, ``append`` and ``train``), ``n_iter`` (iterations or epochs logged),
+    ``loss`` (crfsuite's last logged loss), ``state_features`` ({(attribute, label):
+    weight}) and ``transitions`` ({(from, to): weight}) of the saved model, whose
+    attribute names are ``DictVectorizer``'s (see :func:`to_crfsuite_item`).
+    """
+    import pycrfsuite
+
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    trainer = pycrfsuite.Trainer(algorithm=algorithm, verbose=False)
+    for x, y in zip(train_feats, y_train):
+        if len(y):
+            trainer.append([to_crfsuite_item(f) for f in x], [str(t) for t in y])
+    trainer.set_params(dict(params))
+    fd, path = tempfile.mkstemp(suffix=".crfsuite")
+    os.close(fd)
+    try:
+        trainer.train(path)
+        train_cpu, train_wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        tagger = pycrfsuite.Tagger()
+        tagger.open(path)
+        try:
+            pred = [list(tagger.tag(x)) if x else [] for x in _convert(test_feats)]
+            info = tagger.info()
+            state, trans = dict(info.state_features), dict(info.transitions)
+        finally:
+            tagger.close()
+    finally:
+        os.unlink(path)
+    lp = trainer.logparser
+    return {"pred": pred, "train_cpu_seconds": train_cpu, "train_wall_seconds": train_wall,
+            "n_iter": len(lp.iterations),
+            "loss": lp.iterations[-1].get("loss") if lp.iterations else None,
+            "state_features": state, "transitions": trans}

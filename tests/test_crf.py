@@ -227,9 +227,13 @@ def test_warm_start_refuses_another_layout():
     X, y = chains(11, n=12)
     est = CRF(max_iter=20, warm_start=True).fit(X, y)
     fewer = [lab % 2 for lab in y]
-    with pytest.raises(ValueError, match=r"warm_start=True.*classes are \[0, 1\].*"
-                                         r"warm_start=False"):
-        est.fit(X, fewer)
+    # a warm start keeps the previous fit's classes (labels can only be added)
+    assert est.fit(X, fewer).classes_.tolist() == [0, 1, 2]
+    est = CRF(max_iter=20, warm_start=True).fit(X, y)
+    words = [np.array(["a", "b", "c"])[lab] for lab in y]
+    with pytest.raises(ValueError, match=r"warm_start=True.*classes are \['a', 'b', 'c'\], "
+                                         r"the previous fit's \[0, 1, 2\].*warm_start=False"):
+        est.fit(X, words)
     est = CRF(max_iter=20, warm_start=True).fit(X, y)
     with pytest.raises(ValueError, match=r"weights are node \(4, 3\).*\(3, 3\)"):
         est.fit([np.hstack([x, x[:, :1]]) for x in X], y)
