@@ -840,7 +840,8 @@ default=1000, 10 and 20
 
     def score(self, X, y):
         """Token accuracy of :meth:`predict` on ``X`` against ``y``."""
-        pred = self._fitted().predict(self._fitted().matrices(X))
+        model = self._fitted()
+        pred = model.predict(model.matrices(X))
         flat_p = [label for seq in pred for label in seq]
         flat_t = [label for seq in y for label in seq]
         if len(flat_p) != len(flat_t):
