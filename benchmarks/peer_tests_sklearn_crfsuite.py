@@ -6,7 +6,8 @@ import the package (``from sklearn_crfsuite import ...`` and ``import
 sklearn_crfsuite``) to import the drop-in instead, and runs pytest on them in a
 subprocess, with this checkout's ``skstruct`` first on the path.  Prints the number
 of tests passed, failed, skipped, expected to fail and unexpectedly passing, and
-each test that did not pass with its reason; exits with status 1 when a test failed.
+each test that did not pass with its reason; exits with status 1 when a test failed,
+3 when the sdist could not be downloaded.
 
 Usage::
 
@@ -35,13 +36,18 @@ _FROM = re.compile(r"^(\s*)from sklearn_crfsuite import (.+)$")
 _IMPORT = re.compile(r"^(\s*)import sklearn_crfsuite\s*$")
 # the other algorithms' parametrisations, left out by --quick
 _OTHER = re.compile(r"[\[-](l2sgd|ap|pa|arow)[\]-]")
+# the exit status when the package index cannot be reached (nothing was tested)
+UNREACHABLE = 3
 _OUTCOMES = ("PASSED", "FAILED", "ERROR", "XFAIL", "XPASS", "SKIPPED")
 
 
 def download(dest):
     """The path of sklearn-crfsuite 0.5.0's sdist, downloaded into ``dest``."""
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary",
-                    ":all:", "--quiet", PACKAGE, "-d", str(dest)], check=True)
+    got = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary",
+                          ":all:", "--quiet", PACKAGE, "-d", str(dest)])
+    if got.returncode:
+        print(f"could not download {PACKAGE} from the package index", file=sys.stderr)
+        raise SystemExit(UNREACHABLE)
     found = sorted(pathlib.Path(dest).glob("sklearn_crfsuite-0.5.0.tar.gz")) or \
         sorted(pathlib.Path(dest).glob("sklearn*crfsuite-0.5.0*"))
     if not found:
