@@ -209,7 +209,7 @@ def table(runs, rows):
                 extra = (f"{r['f1'] - cs['f1']:+.2f} | {r['cpu'] / cs['cpu']:.2f} | "
                          f"{r['nnz'] / cs['nnz']:.2f}")
             else:
-                extra = " | "
+                extra = " | | "
             name = {"ap": "ap / perceptron"}.get(row, row)
             lines.append(f"| {name} | {side} | {r['n_iter']} | {r['f1']:.2f} | "
                          f"{r['cpu']:.1f} | {r['peak_mb']:.0f} | {r['nnz']} | {obj} | {extra} |")
