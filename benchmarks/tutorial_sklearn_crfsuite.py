@@ -68,6 +68,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import textwrap
 import time
 import traceback
 import warnings
@@ -381,39 +382,41 @@ def same_candidates(ref, sks):
         for p, q in zip(a, b))
 
 
+def _wrap(text):
+    return textwrap.wrap(text, width=92, break_long_words=False, break_on_hyphens=False)
+
+
 def doc_lines(ref, sks, rows, args, changes, same):
+    """The section of the documentation: the changes to the cells and the results."""
     v = ref.get("versions") or sks.get("versions") or {}
-    date = datetime.date.today().isoformat()
     n_iter = args.n_iter if args.n_iter is not None else 50
-    lines = [
-        "## sklearn-crfsuite's tutorial",
-        "",
-        "`benchmarks/tutorial_sklearn_crfsuite.py` downloads sklearn-crfsuite 0.5.0's source",
-        "distribution, takes the code cells of its tutorial (`docs/CoNLL2002.rst`) and runs",
-        "them twice, with sklearn-crfsuite and with the drop-in. The tutorial's corpus,",
-        "CoNLL-2002 Spanish, comes with NLTK's data; the script reads CoNLL-2000 chunking",
-        "instead, in the same format. Its cells change only in their imports and their data",
-        "loading:",
-        "",
-        "```text",
-    ]
-    seen = set()
+    pairs = []
     for _, rule, before, after in changes:
-        if before and rule in (1, 2, 3, 4, 5) and (before, after) not in seen:
-            seen.add((before, after))
-            lines.append(f"{before}  ->  {after}")
-    lines += [
-        "```",
-        "",
-        "(`conll2000_sents`, ten lines inserted before the cell that reads the data, returns",
-        "(word, POS tag, label) triples, as NLTK does; the import of `sklearn_crfsuite` changes",
-        "on the drop-in's side only.) One cell is left out on both sides: the plot of",
-        "`rs.grid_scores_`, an attribute scikit-learn removed in version 0.20, which fails with",
-        "sklearn-crfsuite too. `numpy.random.seed(0)` runs first, so that the randomized search",
+        if before and rule in (1, 2, 3, 4, 5) and (before, after) not in pairs:
+            pairs.append((before, after))
+    width = max(len(b) for b, _ in pairs)
+    failed = ref["failed"] + sks["failed"]
+    lines = _wrap(
+        "`benchmarks/tutorial_sklearn_crfsuite.py` downloads sklearn-crfsuite 0.5.0's source "
+        "distribution, takes the code cells of its tutorial (`docs/CoNLL2002.rst`) and runs "
+        "them twice, each time in a fresh process: with sklearn-crfsuite and with the drop-in. "
+        "The tutorial's corpus, CoNLL-2002 Spanish, comes with NLTK's data; the script reads "
+        "CoNLL-2000 chunking instead, into the same (word, POS tag, label) triples. The cells "
+        "change only in their imports and their data loading (the lines of the drop-in's "
+        "run; sklearn-crfsuite's keeps `import sklearn_crfsuite`):")
+    lines = ["## sklearn-crfsuite's tutorial", ""] + lines + ["", "```text"]
+    lines += [f"{b:{width}s}  ->  {a}" for b, a in pairs]
+    lines += ["```", ""]
+    lines += _wrap(
+        "`conll2000_sents`, a reader of CoNLL-2000's files, is inserted before the first cell "
+        "that loads data. One cell is left out on both sides: the plot of `rs.grid_scores_`, "
+        "an attribute scikit-learn removed in version 0.20 (its successor is `cv_results_`), "
+        "and the cell fails with sklearn-crfsuite too. "
+        + ("Every other cell runs, with only the changes above, on both sides. "
+           if not failed else "")
+        + "`numpy.random.seed(0)` runs before the first cell, so that the randomized search "
         "draws the same values of `c1` and `c2` on both sides"
-        + (" (it did: the candidates are identical)." if same else "."),
-        "",
-    ]
+        + (" (it did: the candidates are identical)." if same else "."))
     dev = []
     if args.n_iter is not None:
         dev.append(f"`n_iter={args.n_iter}` instead of the tutorial's 50")
@@ -421,21 +424,23 @@ def doc_lines(ref, sks, rows, args, changes, same):
         dev.append(f"the first {args.train_sents} training sentences only")
     n_train = ref.get("n_train") or sks.get("n_train")
     n_test = ref.get("n_test") or sks.get("n_test")
-    lines.append(
-        f"Result ({date}; {n_train} training and {n_test} test sentences; "
-        f"{n_iter} candidates of the search, 3-fold, `n_jobs=-1` on {os.cpu_count()} cores; "
-        f"scikit-learn {v.get('scikit-learn')}, NumPy {v.get('numpy')}, numba "
-        f"{v.get('numba')}, python-crfsuite {v.get('python-crfsuite')}, Python "
-        f"{v.get('python')})" + (", deviating from the tutorial: " + "; ".join(dev)
-                                 if dev else "") + ":")
+    lines.append("")
+    lines += _wrap(
+        f"Result ({datetime.date.today().isoformat()}; {n_train} training and {n_test} test "
+        f"sentences; the search over {n_iter} candidate{'s' if n_iter != 1 else ''}, 3-fold, "
+        f"with `n_jobs=-1` on {os.cpu_count()} cores; scikit-learn {v.get('scikit-learn')}, "
+        f"NumPy {v.get('numpy')}, numba {v.get('numba')}, python-crfsuite "
+        f"{v.get('python-crfsuite')}, Python {v.get('python')})"
+        + (", deviating from the tutorial: " + "; ".join(dev) if dev else "") + ":")
     lines += ["", "| | sklearn-crfsuite | the drop-in (skstruct) | difference |",
               "|---|---:|---:|---:|"]
     for name, a, b, d in rows:
         lines.append(f"| {name} | {a} | {b} | {d} |")
     lines.append("")
-    lines.append("F1 is the tutorial's: weighted over the chunk labels other than `O`, on the "
-                 "flattened tokens of the test set.")
-    failed = ref["failed"] + sks["failed"]
+    lines += _wrap(
+        "F1 is the tutorial's: weighted over the chunk labels other than `O`, on the "
+        "flattened tokens of the test set. The times are wall-clock times of the training "
+        "cells; the drop-in's first fit includes loading numba's compiled kernels.")
     if failed:
         lines += ["", "Cells that failed:", ""]
         for side, r in (("sklearn-crfsuite", ref), ("the drop-in", sks)):
