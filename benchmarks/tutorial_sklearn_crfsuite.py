@@ -300,6 +300,7 @@ def child(side, cells_path, out_path):
             out["candidates"] = [{k: float(v) for k, v in p.items()}
                                  for p in rs.cv_results_["params"]]
             out["cv_scores"] = [float(s) for s in rs.cv_results_["mean_test_score"]]
+            out["size_mb"] = rs.best_estimator_.size_ / 1e6
         elif role == "best":
             out["best_f1"] = _flat_f1(ns)
             with warnings.catch_warnings():
@@ -367,6 +368,8 @@ def compare(ref, sks, tolerance):
             rows.append((name, _num(ref, key, ".4f"), _num(sks, key, ".4f"), "-"))
     rows.append(("best c1, c2", _fmt_params(ref.get("best_params")),
                  _fmt_params(sks.get("best_params")), ""))
+    rows.append(("model size of the best estimator (`size_`, MB)", _num(ref, "size_mb", ".2f"),
+                 _num(sks, "size_mb", ".2f"), ""))
     for key, name in (("fit_seconds", "training, c1 = c2 = 0.1 (s)"),
                       ("search_seconds", "the search (s)")):
         rows.append((name, _num(ref, key, ".0f"), _num(sks, key, ".0f"), ""))
@@ -440,7 +443,9 @@ def doc_lines(ref, sks, rows, args, changes, same):
     lines += _wrap(
         "F1 is the tutorial's: weighted over the chunk labels other than `O`, on the "
         "flattened tokens of the test set. The times are wall-clock times of the training "
-        "cells; the drop-in's first fit includes loading numba's compiled kernels.")
+        "cells; the drop-in's first fit includes loading numba's compiled kernels. `size_` is "
+        "the size of the saved model: CRFsuite's file of the non-zero weights, and the "
+        "drop-in's own format (see `model_filename` in the reference), so the two differ.")
     if failed:
         lines += ["", "Cells that failed:", ""]
         for side, r in (("sklearn-crfsuite", ref), ("the drop-in", sks)):
@@ -510,9 +515,9 @@ def main():
         print(f"DEVIATION: n_iter={args.n_iter} instead of the tutorial's 50")
     if args.train_sents is not None:
         print(f"DEVIATION: the first {args.train_sents} training sentences only")
-    print(f"{'':40s} {'sklearn-crfsuite':>22s} {'drop-in (skstruct)':>22s} {'difference':>14s}")
+    print(f"{'':48s} {'sklearn-crfsuite':>22s} {'drop-in (skstruct)':>22s} {'difference':>14s}")
     for name, a, b, d in rows:
-        print(f"{name:40s} {a:>22s} {b:>22s} {d:>14s}")
+        print(f"{name:48s} {a:>22s} {b:>22s} {d:>14s}")
     for key, name in (("f1", "c1 = c2 = 0.1"), ("best_f1", "best estimator")):
         for side, r in out.items():
             tut = r.get(key + "_tutorial")
