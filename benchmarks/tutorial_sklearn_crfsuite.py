@@ -271,8 +271,18 @@ def child(side, cells_path, out_path):
     # RandomizedSearchCV and scipy.stats draw from NumPy's global (legacy) generator
     np.random.seed(0)  # noqa: NPY002
     ns = {"__name__": "__main__"}
-    out = {"side": side, "cells": [], "failed": []}
+    out = {"side": side, "cells": [], "failed": [], "warnings": {}}
+    show = warnings.showwarning
+    current = [None]
+
+    def record(message, category, *rest, **kwargs):
+        # which cells warned, and of what (the warnings are shown as usual)
+        out["warnings"].setdefault(category.__name__, []).append(current[0])
+        show(message, category, *rest, **kwargs)
+
+    warnings.showwarning = record
     for k, role, src in cells:
+        current[0] = k
         print(f"\n----- [{side}] cell {k}" + (f" ({role})" if role else ""), flush=True)
         t0 = time.perf_counter()
         try:
@@ -289,6 +299,9 @@ def child(side, cells_path, out_path):
         sys.stdout.flush()
         if role == "fit":
             out["fit_seconds"] = seconds
+            log = getattr(ns.get("crf"), "training_log_", None)
+            if log is not None and getattr(log, "iterations", None) is not None:
+                out["fit_iterations"] = len(log.iterations)
         elif role == "f1":
             out["f1_tutorial"] = float(value)
             out["f1"] = _flat_f1(ns)
@@ -370,6 +383,8 @@ def compare(ref, sks, tolerance):
                  _fmt_params(sks.get("best_params")), ""))
     rows.append(("model size of the best estimator (`size_`, MB)", _num(ref, "size_mb", ".2f"),
                  _num(sks, "size_mb", ".2f"), ""))
+    rows.append(("iterations of L-BFGS, c1 = c2 = 0.1", _num(ref, "fit_iterations", "d"),
+                 _num(sks, "fit_iterations", "d"), ""))
     for key, name in (("fit_seconds", "training, c1 = c2 = 0.1 (s)"),
                       ("search_seconds", "the search (s)")):
         rows.append((name, _num(ref, key, ".0f"), _num(sks, key, ".0f"), ""))
@@ -446,6 +461,15 @@ def doc_lines(ref, sks, rows, args, changes, same):
         "cells; the drop-in's first fit includes loading numba's compiled kernels. `size_` is "
         "the size of the saved model: CRFsuite's file of the non-zero weights, and the "
         "drop-in's own format (see `model_filename` in the reference), so the two differ.")
+    warned = sorted(set(sks.get("warnings", {}).get("ConvergenceWarning", ())))
+    if warned and not ref.get("warnings", {}).get("ConvergenceWarning"):
+        its = ref.get("fit_iterations")
+        lines.append("")
+        lines += _wrap(
+            "The drop-in issues a `ConvergenceWarning` in the cells that train: L-BFGS stops "
+            "at the tutorial's `max_iterations=100` short of its tolerance. CRFsuite "
+            + ("stops after 100 iterations of the first fit as well, silently." if its == 100
+               else "warns of nothing."))
     if failed:
         lines += ["", "Cells that failed:", ""]
         for side, r in (("sklearn-crfsuite", ref), ("the drop-in", sks)):
@@ -525,6 +549,9 @@ def main():
                 ok = False
                 print(f"{side}, {name}: the tutorial's flat_f1_score {tut:.6f} differs from "
                       f"scikit-learn's f1_score {r[key]:.6f}")
+    for side, r in out.items():
+        for category, where in sorted(r.get("warnings", {}).items()):
+            print(f"{side}: {category} in cells {sorted(set(where))}")
     print(f"same candidates of the search on both sides: {same}")
     if same is False:
         ok = False
