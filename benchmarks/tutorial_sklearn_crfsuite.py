@@ -404,7 +404,7 @@ def _wrap(text):
     return textwrap.wrap(text, width=92, break_long_words=False, break_on_hyphens=False)
 
 
-def doc_lines(ref, sks, rows, args, changes, same):
+def doc_lines(ref, sks, rows, args, changes, same, overlap):
     """The section of the documentation: the changes to the cells and the results."""
     v = ref.get("versions") or sks.get("versions") or {}
     n_iter = args.n_iter if args.n_iter is not None else 50
@@ -458,7 +458,10 @@ def doc_lines(ref, sks, rows, args, changes, same):
     lines += _wrap(
         "F1 is the tutorial's: weighted over the chunk labels other than `O`, on the "
         "flattened tokens of the test set. The times are wall-clock times of the training "
-        "cells; the drop-in's first fit includes loading numba's compiled kernels. `size_` is "
+        "cells, on cores that other work used as well"
+        + (" (and the two runs, which ran partly at the same time)" if overlap else "")
+        + ", so they are indicative only; the drop-in's first fit includes loading numba's "
+        "compiled kernels. `size_` is "
         "the size of the saved model: CRFsuite's file of the non-zero weights, and the "
         "drop-in's own format (see `model_filename` in the reference), so the two differ.")
     warned = sorted(set(sks.get("warnings", {}).get("ConvergenceWarning", ())))
@@ -523,14 +526,22 @@ def main():
                   else f"  cell {k:2d} {what:9s} {after}")
         if args.side in (side, "both"):
             out[side] = run_side(side, cells, results)
-        else:
-            path = results / f"{side}.json"
-            if not path.exists():
-                raise SystemExit(f"no results of the {side} run in {results}")
+    for side in SIDES:
+        path = results / f"{side}.json"
+        if side not in out and path.exists():
             out[side] = json.loads(path.read_text())
             print(f"{side}: results read from {path}")
     print(f"\nresults kept in {results}")
+    if len(out) < 2:
+        print(f"no results of the {' and the '.join(set(SIDES) - set(out))} run in "
+              f"{results} yet: nothing to compare")
+        return 0 if all(not r["failed"] for r in out.values()) else 1
     ref, sks = out["reference"], out["skstruct"]
+    # each side ran from the writing of its cells to the writing of its results
+    spans = [((results / f"{side}_cells.json").stat().st_mtime,
+              (results / f"{side}.json").stat().st_mtime) for side in SIDES]
+    overlap = spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]
+    print(f"the two sides ran at the same time (in part): {overlap}")
 
     rows, ok = compare(ref, sks, args.tolerance)
     same = same_candidates(ref, sks)
@@ -561,7 +572,7 @@ def main():
     print(f"\nF1 within {args.tolerance} points, every cell run: {'yes' if ok else 'NO'}")
     if args.write_doc:
         write_section("tutorial", doc_lines(ref, sks, rows, args, all_changes["skstruct"],
-                                            same), path=str(DOC))
+                                            same, overlap), path=str(DOC))
         print(f"wrote the section 'tutorial' of {DOC}")
     return 0 if ok else 1
 
