@@ -463,7 +463,8 @@ def doc_lines(ref, sks, rows, args, changes, same, overlap):
         + ", so they are indicative only; the drop-in's first fit includes loading numba's "
         "compiled kernels. `size_` is "
         "the size of the saved model: CRFsuite's file of the non-zero weights, and the "
-        "drop-in's own format (see `model_filename` in the reference), so the two differ.")
+        "drop-in's own format (see `model_filename` of "
+        "{py:class}`~skstruct.compat.sklearn_crfsuite.CRF`), so the two differ.")
     warned = sorted(set(sks.get("warnings", {}).get("ConvergenceWarning", ())))
     if warned and not ref.get("warnings", {}).get("ConvergenceWarning"):
         its = ref.get("fit_iterations")
