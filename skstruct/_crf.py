@@ -607,6 +607,25 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
     def _weights(self):
         return self._W, self._P
 
+    def __getstate__(self):
+        state = super().__getstate__()
+        if "_W" in state:
+            # the tables are views of coef_: pickle the weights once, and make them views
+            # again on loading
+            state = dict(state)
+            W, P = state.pop("_W"), state.pop("_P")
+            state["_table_shapes"] = (W.shape, P.shape)
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        shapes = state.pop("_table_shapes", None)
+        super().__setstate__(state)
+        if shapes is not None:
+            n = int(np.prod(shapes[0]))
+            self._W = self.coef_[:n].reshape(shapes[0])
+            self._P = self.coef_[n:].reshape(shapes[1])
+
     # ------------------------------------------------------------ online solvers
     def _seen_mask(self, design, mask=None):
         """The (F, K) node-weight pairs the training data has (``feature_pairs="seen"``),

@@ -156,6 +156,25 @@ class _Model:
         self.crf = crf
         self.log = log
 
+    def __getstate__(self):
+        # what a saved model holds: the weights that are not 0 (CRFsuite's model file
+        # keeps only those too), no index (rebuilt), no state for continuing training
+        state = self.crf.__getstate__()
+        state.pop("_online", None)
+        coef = state.pop("coef_")
+        nz = np.flatnonzero(coef)
+        return {"attributes": self.attributes, "labels": self.labels, "log": self.log,
+                "crf_class": type(self.crf), "crf_state": state,
+                "coef": (coef.shape[0], nz.astype(np.int64), coef[nz])}
+
+    def __setstate__(self, state):
+        n, nz, values = state["coef"]
+        coef = np.zeros(n)
+        coef[nz] = values
+        crf = state["crf_class"].__new__(state["crf_class"])
+        crf.__setstate__(dict(state["crf_state"], coef_=coef))
+        self.__init__(state["attributes"], state["labels"], crf, state["log"])
+
     def matrices(self, X, name="X"):
         return [_matrix(items, self.index) for items in _sequences(X, name)]
 
