@@ -33,7 +33,6 @@ from ._api import (
     viterbi,
 )
 from ._bethe import BetheProjection, bethe_entropy, bethe_project
-from ._ilp import LPRelaxation
 from ._methods import Capabilities, available_methods
 
 __all__ = [
@@ -69,6 +68,11 @@ __all__ = [
 
 
 def __getattr__(name):
+    # its module compiles with numba, which importing the inference API must not load
+    if name == "LPRelaxation":
+        from ._ilp import LPRelaxation
+
+        return LPRelaxation
     # made on first access: it subclasses scikit-learn's, whose import loads scipy
     if name == "ConvergenceWarning":
         from .._core import _warnings
