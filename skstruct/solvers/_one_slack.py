@@ -143,14 +143,14 @@ class WorkingSet:
     RTOL = 1e-9
 
     def __init__(self, dim, lam, inactive_window=50, what="one-slack planes",
-                 inactive_threshold=0.0):
+                 inactive_threshold=0.0, capacity=16):
         self.dim = int(dim)
         self.lam = float(lam)
         self.inactive_window = int(inactive_window)
         self.inactive_threshold = float(inactive_threshold)
         self.what = what
         self.m = 1
-        self._alloc(16)
+        self._alloc(int(capacity))
         self.alpha[0] = 1.0
         self.value = 0.0
         self.qp_iter = 0
@@ -440,9 +440,9 @@ class _CuttingPlane:
         return primal, dual, primal - dual
 
 
-def _check_surrogate(surrogate):
+def _check_surrogate(surrogate, name="one_slack"):
     if surrogate != "margin":
-        raise ValueError(f"solver='one_slack' trains the margin-rescaled hinge "
+        raise ValueError(f"solver={name!r} trains the margin-rescaled hinge "
                          f"(surrogate='margin'), got surrogate={surrogate!r}")
 
 
@@ -474,13 +474,15 @@ class OneSlack(_CuttingPlane, DesignSolver):
 
     STATE = DesignSolver.STATE + _CuttingPlane.PLANE_STATE + ("cache", "cache_n",
                                                               "cache_pos")
+    # the solver's name in StructuredSVM, for messages
+    NAME = "one_slack"
 
     def __init__(self, design, loss_weight, *, inference_cache=50, inactive_window=50,
                  inactive_threshold=0.0, cache_tol="auto", **kwargs):
-        _check_surrogate(kwargs.get("surrogate"))
+        _check_surrogate(kwargs.get("surrogate"), self.NAME)
         if design.submodular:
-            raise ValueError("solver='one_slack' does not constrain the pairwise tables to "
-                             "be supermodular; train submodular=True models with "
+            raise ValueError(f"solver={self.NAME!r} does not constrain the pairwise tables "
+                             "to be supermodular; train submodular=True models with "
                              "solver='bcfw' or solver='subgradient'")
         super().__init__(design, loss_weight, **kwargs)
         b = design.batch
