@@ -11,6 +11,9 @@ from skstruct import StructuredSVM
 from skstruct.exceptions import InvalidParameterError
 from skstruct.models import StructuredModel
 
+# a few passes, far from convergence: the iterates are what is compared
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 
 class ProtocolMulticlass(StructuredModel):
     """Crammer-Singer multiclass written with the protocol: the weight block of class
