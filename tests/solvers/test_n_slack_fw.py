@@ -50,9 +50,9 @@ def test_tiny_chains_reach_the_explicit_qp(solver, options):
     X, y = tiny_chains(0, n=5, K=3)
     lam = 1.0 / len(X)
     w_ref, p_ref = _brute_force(X, y, lam, 3)
-    tol = 1e-7 if solver == "n_slack" else 1e-3
+    tol = 1e-6 if solver == "n_slack" else 2e-3
     svm = StructuredSVM(C=1.0, solver=solver, solver_options=options, max_iter=20000,
-                        tol=tol, check_every=1 if solver == "n_slack" else 10).fit(X, y)
+                        tol=tol, check_every=1 if solver == "n_slack" else 25).fit(X, y)
     h = svm.history_
     assert h["gap"][-1] <= tol and svm.n_iter_ < svm.max_iter
     assert h["dual"].max() <= p_ref + 1e-8 and h["primal"].min() >= p_ref - 1e-8
@@ -75,7 +75,7 @@ def _graphs():
 
 
 CASES = {
-    "chains": lambda: (small_data(n=20), {}),
+    "chains": lambda: (small_data(n=12), {}),
     "graphs": lambda: (_graphs(), {"model": GraphModel()}),
     "multiclass": lambda: (multiclass(n=30), {}),
 }
@@ -107,8 +107,8 @@ def test_batched_reaches_the_bcfw_optimum(case, solver, options):
 
 @pytest.mark.parametrize("solver,options", N_SLACK + [("fw", None)])
 def test_protocol_path_follows_the_batched_iterates(solver, options):
-    X, y = small_data(seed=3, n=10, max_len=4)
-    common = dict(C=1.0, solver=solver, solver_options=options, max_iter=15, tol=0.0,
+    X, y = small_data(seed=3, n=8, max_len=4)
+    common = dict(C=1.0, solver=solver, solver_options=options, max_iter=8, tol=0.0,
                   check_every=1, shuffle=False)
     ref = StructuredSVM(**common).fit(X, y)
     with warnings.catch_warnings():
@@ -132,8 +132,8 @@ def test_protocol_multiclass_reaches_the_bcfw_optimum():
 
 
 def test_n_slack_prunes_inactive_planes_and_keeps_the_optimum():
-    X, y = small_data(seed=1, n=15)
-    tol = 1e-4
+    X, y = small_data(seed=1, n=10)
+    tol = 1e-3
     fits = {}
     for window, threshold in ((0, 0.0), (2, 0.0), (2, 1e-3)):
         svm = StructuredSVM(C=1.0, solver="n_slack", max_iter=2000, tol=tol, check_every=1,
@@ -175,15 +175,15 @@ class Lapsing(ProtocolChain):
 def test_negative_gap_warns_and_does_not_stop_the_fit(solver, C):
     X, y = small_data(seed=5, n=8, max_len=4)
     Lapsing.calls, Lapsing.budget = 0, 6 * len(X)
-    est = StructuredSVM(model=Lapsing(), solver=solver, C=C, max_iter=20, tol=1e-3,
+    est = StructuredSVM(model=Lapsing(), solver=solver, C=C, max_iter=12, tol=1e-3,
                         check_every=1)
     with pytest.warns(ConvergenceWarning) as record:
         est.fit(X, y)
     messages = [str(r.message) for r in record]
     # warned once, and the fit went on to max_iter, where it warns as usual
     assert sum("certifies nothing" in m for m in messages) == 1
-    assert any("max_iter=20" in m and "not a certificate" in m for m in messages)
-    assert est.n_iter_ == 20
+    assert any("max_iter=12" in m and "not a certificate" in m for m in messages)
+    assert est.n_iter_ == 12
     assert est.history_["gap"].min() < -1e-6
 
 
