@@ -87,6 +87,8 @@ CASES = [
     ({"learning_rate": 0.05, "decay_exponent": 0.0}, dict(learning_rate=0.05, e=0.0)),
     ({"learning_rate": 0.1, "momentum": 0.6}, dict(learning_rate=0.1, momentum=0.6)),
     ({"momentum": 0.3}, dict(momentum=0.3)),
+    # steps with eta_t lambda > 1: the weights' scale turns negative
+    ({"learning_rate": 100.0}, dict(learning_rate=100.0)),
 ]
 
 
