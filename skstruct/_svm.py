@@ -237,7 +237,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         extragradient, batch Frank-Wolfe and the cutting-plane solvers when
         the oracle ran over all samples at those weights; a cached plane's or
         a batch's violations beyond the working set's slacks otherwise.
-    cached_planes_ : ndarray of bool of shape (n_iter_,)
+    cached_planes_ : ndarray of bool, one per iteration
         ``solver="one_slack"`` only: for every iteration, whether its plane
         came from the inference cache rather than from the oracle.
 
