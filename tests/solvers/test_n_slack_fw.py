@@ -112,9 +112,10 @@ def test_protocol_path_follows_the_batched_iterates(solver, options):
     X, y = small_data(seed=3, n=8, max_len=4)
     common = dict(C=1.0, solver=solver, solver_options=options, max_iter=8, tol=0.0,
                   check_every=1, shuffle=False)
-    ref = StructuredSVM(**common).fit(X, y)
     with warnings.catch_warnings():
+        # tol=0: a fixed number of passes, compared pass by pass
         warnings.simplefilter("ignore", ConvergenceWarning)
+        ref = StructuredSVM(**common).fit(X, y)
         svm = StructuredSVM(model=ProtocolChain(), **common).fit(X, y)
     assert isinstance(svm._solver, ProtocolNSlack if solver == "n_slack"
                       else ProtocolFrankWolfe)
@@ -196,6 +197,7 @@ def test_one_slack_short_of_tol_warns():
     assert est.n_iter_ == 2 and est.history_["gap"][-1] > 1e-9
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_one_slack_records_which_planes_came_from_the_cache():
     X, y = small_data(seed=2)
     est = StructuredSVM(solver="one_slack", max_iter=30, tol=0.0, check_every=0).fit(X, y)
