@@ -500,6 +500,22 @@ def test_native_equivalents_score_alike():
                     coef @ native.model.joint_feature(x_native, y_native)), model
 
 
+def test_native_decoders_follow_the_inference_method():
+    rng = np.random.default_rng(53)
+    X, Y = _chains(rng, K=2)
+    graphs = [(x, _cycle_edges(len(x))) for x in X]
+    expected = [("qpbo", "qpbo"), ("ad3", "auto"), ("max-product", "auto"), ("lp", "auto"),
+                (("ad3", {"branch_and_bound": True}), "ilp")]
+    for method, decoder in expected:
+        native = models.GraphCRF(inference_method=method)._skstruct_native(graphs, Y)
+        assert native.model.inference_method == decoder
+    X3, Y3 = _chains(rng, K=3)
+    graphs3 = [(x, _cycle_edges(len(x))) for x in X3]
+    # QPBO is for two labels; with three the learners' default decoder runs
+    assert models.GraphCRF(inference_method="qpbo")._skstruct_native(
+        graphs3, Y3).model.inference_method == "auto"
+
+
 def test_no_native_equivalent_when_it_would_differ():
     rng = np.random.default_rng(51)
     X, Y = _chains(rng)
@@ -514,17 +530,30 @@ def test_no_native_equivalent_when_it_would_differ():
         rng.normal(size=(6, 2)), np.array([0, 1, 2, 0, 1, 2])) is None
 
 
-@pytest.mark.parametrize("case", ["chain", "graph"])
+# the built-in models' 'ilp' decoder returns labellings other than method="ilp" of
+# map_inference (and from enumeration) when it predicts; until that is fixed the
+# iterates of the loopy case differ
+_ILP_DECODER = pytest.mark.xfail(strict=True, reason="GraphModel(inference_method='ilp') "
+                                 "decodes labellings that are not the MAP")
+
+
+@pytest.mark.parametrize("case", ["chain", "graph",
+                                  pytest.param("loopy", marks=[needs_ilp, _ILP_DECODER])])
 def test_protocol_and_native_fits_follow_the_same_iterates(case):
     rng = np.random.default_rng(52)
     X, Y = _chains(rng)
     if case == "chain":
         model = models.ChainCRF()
-    else:
+    elif case == "graph":
         model = models.GraphCRF(inference_method="max-product")
         X = [(x, _tree_edges(rng, len(x))) for x in X]
+    else:
+        # exact decoding on graphs with cycles, on both sides: the integer program
+        model = models.GraphCRF(inference_method=("ad3", {"branch_and_bound": True}))
+        X = [(x, _cycle_edges(len(x))) for x in X]
     model.initialize(X, Y)
     native = model._skstruct_native(X, Y)
+    assert native.model.inference_method == ("ilp" if case == "loopy" else "auto")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fast = StructuredSVM(model=native.model, C=1.0, max_iter=6, random_state=0)

@@ -177,6 +177,7 @@ class EdgeFeatureGraphCRF(GraphCRF):
             return None
         K, F, EF = self.n_states, self.n_features, self.n_edge_features
         index = np.concatenate([unary_index(K, F), K * F + np.arange(EF * K * K)])
-        return NativeEquivalent(GraphModel(directed=True), [self._native_sample(x) for x in X],
+        return NativeEquivalent(GraphModel(directed=True, inference_method=self._native_decoder()),
+                                [self._native_sample(x) for x in X],
                                 [self._native_labels(y) for y in Y], index,
                                 K * F + EF * K * K)

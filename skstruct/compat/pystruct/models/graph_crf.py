@@ -141,6 +141,7 @@ class GraphCRF(CRF):
             return None
         K, F = self.n_states, self.n_features
         index = np.concatenate([unary_index(K, F), pairwise_index(K, self.directed, K * F)])
-        return NativeEquivalent(GraphModel(directed=bool(self.directed)),
+        return NativeEquivalent(GraphModel(directed=bool(self.directed),
+                                           inference_method=self._native_decoder()),
                                 [self._native_sample(x) for x in X],
                                 [self._native_labels(y) for y in Y], index, K * F + K * K)
