@@ -526,12 +526,19 @@ def test_no_native_equivalent_when_it_would_differ():
     trees = [(x, _tree_edges(rng, len(x)), np.ones((len(x) - 1, 2))) for x in X]
     sym = models.EdgeFeatureGraphCRF(symmetric_edge_features=[0])
     assert sym._skstruct_native(trees, Y) is None
+    # decoding by the unary potentials alone ignores the edges the native model scores
+    assert models.GraphCRF(inference_method="unary")._skstruct_native(
+        [(x, _tree_edges(rng, len(x))) for x in X], Y) is None
+    assert models.GraphCRF(inference_method="unary")._skstruct_native(
+        [(x, np.zeros((0, 2), int)) for x in X], Y) is not None
+    assert models.MultiLabelClf(inference_method="unary")._skstruct_native(
+        rng.normal(size=(4, 2)), np.array([[0, 1], [1, 0], [1, 1], [0, 0]])) is not None
     assert models.MultiClassClf(rescale_C=True)._skstruct_native(
         rng.normal(size=(6, 2)), np.array([0, 1, 2, 0, 1, 2])) is None
 
 
 # the built-in models' 'ilp' decoder returns labellings other than method="ilp" of
-# map_inference (and from enumeration) when it predicts; until that is fixed the
+# map_inference and enumeration when it predicts; until that is fixed the
 # iterates of the loopy case differ
 _ILP_DECODER = pytest.mark.xfail(strict=True, reason="GraphModel(inference_method='ilp') "
                                  "decodes labellings that are not the MAP")
