@@ -625,6 +625,23 @@ def test_utils():
     assert slack == pytest.approx(max(0, loss - w @ delta))
 
 
+def test_models_are_estimators_of_the_protocol():
+    from sklearn.base import clone
+
+    from skstruct.models import StructuredModel
+
+    rng = np.random.default_rng(80)
+    for model, X, Y in _native_cases(rng) + [(models.BinaryClf(), rng.normal(size=(4, 2)),
+                                              np.array([1, -1, 1, -1]))]:
+        assert isinstance(model, StructuredModel)
+        model.initialize(X, Y)
+        params = model.get_params()
+        assert set(params) <= set(vars(model)) | {"n_classes"}
+        copy = clone(model)
+        assert copy is not model and repr(copy) == repr(model)
+        assert copy.size_joint_feature == model.size_joint_feature
+
+
 def test_save_logger_round_trip(tmp_path):
     crf = models.GraphCRF(n_states=3, n_features=2)
     logger = utils.SaveLogger(str(tmp_path / "model_%d.pkl"), save_every=2)
