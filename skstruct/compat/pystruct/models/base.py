@@ -101,10 +101,8 @@ class StructuredModel(_ProtocolModel):
     never occurs in ``Y`` (the native model learns only the labels it sees),
     when class weights change the loss, or when inference by the unary
     potentials alone (``'unary'``) would ignore edges the native model scores.
-    The native model decodes as closely as skstruct allows to this model's
-    ``inference_method``: ``'ilp'`` for ``('ad3', {'branch_and_bound':
-    True})``, ``'qpbo'`` for ``'qpbo'`` on two labels, otherwise ``'auto'``
-    (exact on chains, forests and tiny graphs, TRW-S on the others).
+    The native model decodes with ``inference_method='auto'``: exact on chains,
+    forests and graphs small enough to enumerate, TRW-S on the others.
     """
 
     def __init__(self):

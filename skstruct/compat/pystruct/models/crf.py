@@ -178,21 +178,17 @@ class CRF(StructuredModel):
                                   relaxed=relaxed, return_energy=return_energy)
 
     def _native_decoder(self):
-        """The built-in models' ``inference_method`` closest to this model's:
-        ``'ilp'`` for ``('ad3', {'branch_and_bound': True})``, ``'qpbo'`` for
-        ``'qpbo'`` on two labels, ``'auto'`` (exact on forests, TRW-S otherwise)
-        for the rest; ``None`` for ``'unary'``, whose decoding ignores the edges,
+        """The built-in models' ``inference_method`` for this model's: ``'auto'``
+        (exact on chains, forests and graphs small enough to enumerate, TRW-S
+        otherwise), or ``None`` for ``'unary'``, whose decoding ignores the edges,
         which no built-in decoder does."""
-        name, options = self.inference_method, {}
+        name = self.inference_method
         if isinstance(name, tuple):
-            name, options = name
-        if name == "unary":
-            return None
-        if name == "ad3" and options.get("branch_and_bound"):
-            return "ilp"
-        if name == "qpbo" and self.n_states == 2:
-            return "qpbo"
-        return "auto"
+            name = name[0]
+        # the built-in models' 'ilp' and 'qpbo' decoders do not return the labellings
+        # method='ilp' and 'qpbo' of map_inference return (they score the nodes
+        # alone), so neither stands in for branch and bound or QPBO here
+        return None if name == "unary" else "auto"
 
     def _native_decodes_alike(self, X):
         """Whether the built-in model's decoder does what this model's inference does
