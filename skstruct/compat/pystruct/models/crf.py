@@ -185,9 +185,9 @@ class CRF(StructuredModel):
         name = self.inference_method
         if isinstance(name, tuple):
             name = name[0]
-        # the built-in models' 'ilp' and 'qpbo' decoders do not return the labellings
-        # method='ilp' and 'qpbo' of map_inference return (they score the nodes
-        # alone), so neither stands in for branch and bound or QPBO here
+        # the built-in models' 'ilp' and 'qpbo' decoders predict labellings that
+        # maximise the node scores alone, not those of map_inference's methods of the
+        # same names, so neither stands in for branch and bound or QPBO here
         return None if name == "unary" else "auto"
 
     def _native_decodes_alike(self, X):
