@@ -11,9 +11,21 @@ use ``-inf`` for hard constraints, and with those flags LLVM may fold
 Kernels are compiled lazily on first call and cached on disk (``cache=True``);
 set ``NUMBA_CACHE_DIR`` to a writable directory when the package is installed
 read-only.
+
+numba validates a cached kernel against its own source file only, but a kernel
+compiled into it the kernels it calls from other files: after an edit to a
+callee (a ``git pull`` in an editable install), the caller's cache would load
+the old callee and answer wrongly without a sign.  skstruct's kernels are
+therefore validated against one stamp: the hash of every source file of the
+package that defines kernels, so that changing any of them recompiles them all.
 """
 
+import functools
+import hashlib
+import os
+
 import numba
+from numba.core import caching
 
 FASTMATH = frozenset({"nsz", "arcp", "contract", "afn", "reassoc"})
 
@@ -30,3 +42,54 @@ def jit(func=None, **kwargs):
 def pjit(func=None, **kwargs):
     """Compile ``func`` as a parallel (``prange``) cached kernel."""
     return jit(func, parallel=True, **kwargs)
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@functools.cache
+def package_stamp():
+    """The hash of the contents of every module of skstruct that compiles kernels
+    (those that import numba or this module), in path order."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(_PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                text = f.read()
+            if b"numba" in text or b"_jit" in text:
+                digest.update(os.path.relpath(path, _PACKAGE).encode())
+                digest.update(text)
+    return digest.digest()
+
+
+def _package_locator(base):
+    """``base`` (one of numba's cache locators) for skstruct's files, stamped with
+    :func:`package_stamp` instead of the kernel's own file."""
+
+    class Locator(base):
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if not os.path.abspath(py_file).startswith(_PACKAGE + os.sep):
+                return None
+            return super().from_function(py_func, py_file)
+
+        def get_source_stamp(self):
+            return package_stamp()
+
+    Locator.__name__ = Locator.__qualname__ = f"SkstructPackage{base.__name__}"
+    return Locator
+
+
+def _install_locators():
+    classes = caching.CacheImpl._locator_classes
+    if not any(c.__name__.startswith("SkstructPackage") for c in classes):
+        ours = [_package_locator(c) for c in classes
+                if issubclass(c, caching._SourceFileBackedLocatorMixin)]
+        classes[:0] = ours
+
+
+_install_locators()
