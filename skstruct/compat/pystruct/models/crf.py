@@ -178,17 +178,21 @@ class CRF(StructuredModel):
                                   relaxed=relaxed, return_energy=return_energy)
 
     def _native_decoder(self):
-        """The built-in models' ``inference_method`` for this model's: ``'auto'``
-        (exact on chains, forests and graphs small enough to enumerate, TRW-S
-        otherwise), or ``None`` for ``'unary'``, whose decoding ignores the edges,
+        """The built-in models' ``inference_method`` for this model's: ``'ilp'`` for
+        AD3 with branch and bound (exact), ``'qpbo'`` for two-label QPBO, ``'auto'``
+        otherwise (exact on chains, forests and graphs small enough to enumerate, TRW-S
+        elsewhere), or ``None`` for ``'unary'``, whose decoding ignores the edges,
         which no built-in decoder does."""
-        name = self.inference_method
-        if isinstance(name, tuple):
-            name = name[0]
-        # the built-in models' 'ilp' and 'qpbo' decoders predict labellings that
-        # maximise the node scores alone, not those of map_inference's methods of the
-        # same names, so neither stands in for branch and bound or QPBO here
-        return None if name == "unary" else "auto"
+        method = self.inference_method
+        name, options = (method[0], dict(method[1]) if len(method) > 1 else {}) \
+            if isinstance(method, tuple) else (method, {})
+        if name == "unary":
+            return None
+        if name == "ad3" and options.get("branch_and_bound"):
+            return "ilp"
+        if name == "qpbo" and self.n_states == 2:
+            return "qpbo"
+        return "auto"
 
     def _native_decodes_alike(self, X):
         """Whether the built-in model's decoder does what this model's inference does
