@@ -78,7 +78,9 @@ def fmt(name, ps, dr):
 
     def add(label, key, f, ratio=False):
         a, b = ps.get(key), dr.get(key)
-        r = f"**{a / b:.1f}x faster**" if ratio and a and b else ""
+        r = ""
+        if ratio and a and b:
+            r = f"**{a / b:.1f}x faster**" if a >= b else f"{b / a:.1f}x slower"
         lines.append(f"| {label} | {f.format(a)} | {f.format(b)} | {r} |")
 
     add("fit time (s)", "fit_seconds", "{:.3f}", ratio=True)

@@ -317,9 +317,12 @@ def main(argv):
         curve["cached_constraint_"] = [bool(c)
                                        for c in learner.cached_constraint_]
 
-    if cfg["learner"] == "frankwolfe":
+    if cfg["learner"] == "frankwolfe" and logger.last_iteration >= 0:
         # logger is called once per pass (before the tol check).
         n_iter = logger.last_iteration + 1
+    elif hasattr(learner, "n_iter_"):
+        # a learner that calls its logger only at the end reports its passes itself
+        n_iter = int(learner.n_iter_)
     elif cfg["learner"] == "perceptron":
         n_iter = len(learner.loss_curve_)
     else:
