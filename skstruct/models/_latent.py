@@ -16,7 +16,8 @@ from sklearn.base import clone
 from .._core._packing import encode_labels, fit_classes
 from .._core._params import Options, validate_params
 from ._base import DesignModel
-from ._models import ChainModel, GraphModel, auto_model
+from ._grid import auto_model
+from ._models import ChainModel, GraphModel
 
 
 class _LatentModel(DesignModel):
