@@ -517,6 +517,7 @@ def _fake_sdist(path):
             "def test_pass():\n"
             "    X, Y = generate_blocks(n_samples=2)\n"
             "    assert_equal(X.shape, (2, 10, 12, 2))\n"
+            "    assert_equal(np.zeros(2, dtype=np.int).dtype.kind, 'i')\n"
             "    assert_true(hasattr(ssvm, 'OneSlackSSVM'))\n"
             "    with assert_raises(ValueError):\n"
             "        int('x')\n\n"
