@@ -526,6 +526,12 @@ def _fake_sdist(path):
             "def test_skip():\n"
             "    raise SkipTest('not here')\n"),
         "pystruct-0.3.2/pystruct/models/__init__.py": "raise ImportError('never imported')\n",
+        "pystruct-0.3.2/examples/plot_fake.py": (
+            "import sys\n"
+            "print('fitting...')\n"
+            "print('Score with fake ssvm: %f (took %f seconds)' % (0.75, 0.1))\n"
+            "print('Test loss: %f' % 0.25)\n"),
+        "pystruct-0.3.2/examples/broken.py": "raise RuntimeError('no data here')\n",
     }
     with tarfile.open(path, "w:gz") as tar:
         for name, text in files.items():
@@ -553,3 +559,25 @@ def test_runner_end_to_end_on_a_fake_sdist(tmp_path, monkeypatch, capsys):
     assert "skipped  pystruct_tests.test_fake::test_skip: not here" in out
     assert "only 1 passed, fewer than --min-passed 2" in out
     assert status == 1
+
+
+def test_runner_examples_side_by_side(tmp_path, monkeypatch, capsys):
+    import hashlib
+    import sys
+
+    r = _runner()
+    sdist = _fake_sdist(tmp_path / "pystruct-0.3.2.tar.gz")
+    monkeypatch.setattr(r, "SHA256", hashlib.sha256(sdist.read_bytes()).hexdigest())
+    status = r.main(["--sdist", str(sdist), "--only-examples", "--reference-python",
+                     sys.executable, "--example-timeout", "120"])
+    out = capsys.readouterr().out
+    assert status == 0
+    rows = [line.split(" | ") for line in out.splitlines() if line.count(" | ") == 6]
+    assert rows[0][:4] == ["example", "score", "pystruct", "drop-in"]
+    by_label = {row[1]: row for row in rows[1:]}
+    fake = by_label["Score with fake ssvm: # (took # seconds)"]
+    assert fake[0] == "plot_fake" and fake[2:4] == ["0.7500", "0.7500"]
+    assert fake[6].startswith("ok/ok")
+    assert by_label["Test loss: #"][2:4] == ["0.2500", "0.2500"]
+    broken = next(row for row in rows if row[0] == "broken")
+    assert broken[6].startswith("failed/failed") and "RuntimeError: no data here" in broken[6]
