@@ -139,6 +139,14 @@ def test_one_slack_matches_structured_svm_and_reports_c_form_curves():
         _objective(ssvm.model, ssvm.w, X, Y, 0.5), rel=1e-6)
     assert ssvm.objective_curve_[-1] <= ssvm.primal_objective_curve_[-1] + 1e-9
     assert len(ssvm.timestamps_) == len(ssvm.objective_curve_) + 1
+    # the working set's planes: the mean over the samples of a labelling's
+    # joint-feature difference and loss; at the optimum the most violated is tight
+    assert ssvm.constraints_ and len(ssvm.constraints_) <= len(ssvm.objective_curve_)
+    slack = max(b - g @ ssvm.w for g, b in ssvm.constraints_)
+    m = ssvm.model
+    hinge = np.mean([max(m._scores(x, ssvm.w) + (np.arange(3) != y)) - m._scores(x, ssvm.w)[y]
+                     for x, y in zip(X, Y)])
+    assert slack == pytest.approx(hinge, abs=1e-5)
     assert np.all(np.diff(ssvm.timestamps_[1:]) >= 0)
 
 
@@ -326,6 +334,13 @@ def test_native_and_protocol_paths_agree():
     assert native.primal_objective_curve_[-1] == pytest.approx(
         protocol.primal_objective_curve_[-1], rel=1e-6)
     np.testing.assert_array_equal(native.predict(X), protocol.predict(X))
+    # the working sets' planes, mapped to w's layout, have the hinge as their slack
+    scores = X @ native.w.reshape(3, -1).T
+    hinge = np.mean(np.max(scores + (np.arange(3) != Y[:, None]), axis=1)
+                    - scores[np.arange(len(Y)), Y])
+    for learner in (native, protocol):
+        slack = max(b - g @ learner.w for g, b in learner.constraints_)
+        assert slack == pytest.approx(hinge, abs=1e-4)
 
 
 def test_latent_ssvm_stops_at_a_fixed_point_of_the_completion():

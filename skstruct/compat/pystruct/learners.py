@@ -248,6 +248,7 @@ class _SVMAdapter(BaseSSVM):
         start = time.time()
         hook = getattr(self.model, "_skstruct_native", None)
         native = hook(X, Y) if callable(hook) else None
+        self._native = native
         if native is not None:
             data, labels = native.X, native.y
         else:
@@ -379,6 +380,9 @@ class OneSlackSSVM(_SVMAdapter):
         Primal objective per iteration, C form.
     cached_constraint_ : list of bool
         Per iteration, whether its plane came from the inference cache.
+    constraints_ : list of (ndarray, float)
+        The planes of the final working set: mean joint-feature difference
+        (in ``w``'s layout) and mean loss.
     timestamps_ : list of float
         The start time, then the training seconds at each iteration.
     loss_curve_ : list of float
@@ -435,7 +439,22 @@ class OneSlackSSVM(_SVMAdapter):
         cached = getattr(self._estimator, "cached_planes_", None)
         if cached is not None:
             self.cached_constraint_ = [bool(c) for c in cached]
+        self._set_constraints()
         return self
+
+    def _set_constraints(self):
+        """``constraints_``: the working set's planes ``(mean joint-feature
+        difference, mean loss)``, in ``w``'s layout, without the zero plane."""
+        ws = getattr(getattr(self._estimator, "_solver", None), "ws", None)
+        if ws is None:
+            return
+        planes, b = ws.planes[1:ws.m], ws.b[1:ws.m]
+        native = self._native
+        if native is not None:
+            if planes.shape[1] != native.n_native:
+                return
+            planes = planes[:, native.index]
+        self.constraints_ = [(g.copy(), float(v)) for g, v in zip(planes, b)]
 
 
 class NSlackSSVM(_SVMAdapter):
