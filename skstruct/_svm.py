@@ -133,11 +133,16 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     max_iter : int, default=100
         Maximum number of passes over the data.
     tol : float, default=1e-3
-        BCFW, extragradient and one-slack stop when the duality gap (lambda
-        form) of the returned weights is at most ``tol`` at a checked pass
-        (see ``check_every``); a fit that runs ``max_iter`` passes and ends
-        with a larger gap issues a :class:`~skstruct.exceptions.ConvergenceWarning`
-        (none when ``check_every=0``: the gap is then never computed).  The
+        BCFW, extragradient, one-slack, n-slack and batch Frank-Wolfe stop when
+        the duality gap (lambda form) of the returned weights is at most
+        ``tol`` at a checked pass (see ``check_every``); a fit that runs
+        ``max_iter`` passes and ends with a larger gap issues a
+        :class:`~skstruct.exceptions.ConvergenceWarning` (none when
+        ``check_every=0``: the gap is then never computed).  A gap below
+        ``-(1e-9 + 1e-6 |primal|)`` means that the loss-augmented inference is
+        approximate (TRW-S on a loopy graph, a model's own heuristic) and
+        underestimated the primal: it certifies nothing, never stops the fit,
+        and a :class:`~skstruct.exceptions.ConvergenceWarning` says so once.  The
         subgradient solver has no certificate and runs ``max_iter`` passes;
         for it ``tol`` only decides the warning, issued when the returned
         weights moved, over the last pass, by more than ``tol`` times their
@@ -216,18 +221,25 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     fit_seconds_ : float
         Wall time of the last fit's passes and checks (compilation excluded).
     history_ : dict of ndarray
-        Per checked pass: ``"pass"``, ``"primal"``, ``"dual"`` (BCFW; NaN-free:
+        Per checked pass: ``"pass"``, ``"primal"``, ``"dual"`` (NaN-free:
         the subgradient solver reports no dual and no gap), ``"gap"``,
         ``"seconds"`` (cumulative training time, checks excluded); fitted on a
         dask Bag, also ``"bytes_sent"`` and ``"bytes_received"``, the payload
         per pass (mean).
     gap_estimates_ : ndarray of shape (passes of this fit,)
-        BCFW only: for every pass of the last call to ``fit``, the sum of
+        BCFW: for every pass of the last call to ``fit``, the sum of
         the per-block Frank-Wolfe gaps met during it.  Each is evaluated at
         the weights of its step, so the sum estimates the duality gap of the
         pass's iterates without any extra oracle call; it is not the gap of
         the returned (averaged) weights, which ``history_`` holds at checked
-        passes.
+        passes.  The other solvers with a dual report here what their pass
+        returns: the exact duality gap of the weights it started from for
+        extragradient, batch Frank-Wolfe and the cutting-plane solvers when
+        the oracle ran over all samples at those weights; a cached plane's or
+        a batch's violations beyond the working set's slacks otherwise.
+    cached_planes_ : ndarray of bool of shape (n_iter_,)
+        ``solver="one_slack"`` only: for every iteration, whether its plane
+        came from the inference cache rather than from the oracle.
 
     Notes
     -----

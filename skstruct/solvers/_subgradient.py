@@ -77,6 +77,15 @@ def _scale(x, a):
 
 
 @jit
+def _axpy(y, c, x):
+    """``y += c * x``."""
+    fy = y.ravel()
+    fx = x.ravel()
+    for i in range(fy.shape[0]):
+        fy[i] += c * fx[i]
+
+
+@jit
 def step_size(schedule, lam, t):
     """The step ``eta_t`` (``t`` from 0) and the shrink ``1 - eta_t lam`` of the weights.
 
@@ -206,9 +215,16 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, schedule, averaging,
         t = state.step[()]
         state.step[()] = t + 1.0
         eta, shrink = step_size(schedule, lam, t)
-        if shrink == 0.0:
-            _scale(Wv, 0.0)
-            _scale(Pv, 0.0)
+        if shrink <= 0.0:
+            # a scale of zero or below cannot carry the iterate (nor keep the supermodular
+            # projection's scaling rule): fold it into v, after moving the average's
+            # share of v into z (A v + B z = B (z + A / B v))
+            if averaging and t > 0.0:
+                _axpy(Wz, state.avg_a[()] / state.avg_b[()], Wv)
+                _axpy(Pz, state.avg_a[()] / state.avg_b[()], Pv)
+                state.avg_a[()] = 0.0
+            _scale(Wv, a * shrink)
+            _scale(Pv, a * shrink)
             a = 1.0
         else:
             a *= shrink

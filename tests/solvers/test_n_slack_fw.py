@@ -23,7 +23,6 @@ from skstruct.models import GraphModel
 from skstruct.solvers import FrankWolfe, NSlack, ProtocolFrankWolfe, ProtocolNSlack
 from tests.protocol_models import ProtocolChain
 from tests.solvers.test_extragradient import (
-    bcfw_reference,
     check_bracket,
     multiclass,
     small_data,
@@ -31,6 +30,17 @@ from tests.solvers.test_extragradient import (
 )
 from tests.solvers.test_one_slack import _brute_force
 from tests.solvers.test_subgradient_schedules import ProtocolMulticlass
+
+
+def reference(X, y, C, **kw):
+    """The one-slack solver's ``(primal, dual)`` and weights at a gap of at most 1e-7
+    (its convergence to BCFW's optimum and to brute force is tested on its own)."""
+    svm = StructuredSVM(C=C, solver="one_slack", max_iter=3000, tol=1e-7, check_every=1,
+                        **kw).fit(X, y)
+    h = svm.history_
+    assert h["gap"][-1] <= 1e-7
+    return (h["primal"][-1], h["dual"][-1]), svm.coef_
+
 
 N_SLACK = [("n_slack", None), ("n_slack", {"batch_size": 3})]
 
@@ -40,9 +50,9 @@ def test_tiny_chains_reach_the_explicit_qp(solver, options):
     X, y = tiny_chains(0, n=5, K=3)
     lam = 1.0 / len(X)
     w_ref, p_ref = _brute_force(X, y, lam, 3)
-    tol = 1e-7 if solver == "n_slack" else 1e-4
+    tol = 1e-6 if solver == "n_slack" else 2e-3
     svm = StructuredSVM(C=1.0, solver=solver, solver_options=options, max_iter=20000,
-                        tol=tol, check_every=1 if solver == "n_slack" else 50).fit(X, y)
+                        tol=tol, check_every=1 if solver == "n_slack" else 25).fit(X, y)
     h = svm.history_
     assert h["gap"][-1] <= tol and svm.n_iter_ < svm.max_iter
     assert h["dual"].max() <= p_ref + 1e-8 and h["primal"].min() >= p_ref - 1e-8
@@ -65,7 +75,7 @@ def _graphs():
 
 
 CASES = {
-    "chains": lambda: (small_data(n=20), {}),
+    "chains": lambda: (small_data(n=12), {}),
     "graphs": lambda: (_graphs(), {"model": GraphModel()}),
     "multiclass": lambda: (multiclass(n=30), {}),
 }
@@ -75,12 +85,15 @@ CASES = {
 @pytest.mark.parametrize("solver,options", N_SLACK + [("fw", None)])
 def test_batched_reaches_the_bcfw_optimum(case, solver, options):
     (X, y), kw = CASES[case]()
-    tol = 1e-3 if solver == "n_slack" else 1e-2
-    ref = bcfw_reference(X, y, 1.0, tol / 10, **kw)
+    tol = 1e-4 if solver == "n_slack" else 1e-2
+    ref, w_ref = reference(X, y, 1.0, **kw)
     svm = StructuredSVM(C=1.0, solver=solver, solver_options=options, max_iter=5000,
                         tol=tol, check_every=1, **kw).fit(X, y)
     assert isinstance(svm._solver, NSlack if solver == "n_slack" else FrankWolfe)
     check_bracket(svm, tol, ref)
+    # strong convexity: ||w - w*||^2 <= 2 gap / lam, for both fits
+    lam = 1.0 / len(X)
+    assert np.linalg.norm(svm.coef_ - w_ref) <= np.sqrt(2 * (tol + 1e-7) / lam)
     h = svm.history_
     assert np.all(h["primal"] >= h["dual"] - 1e-12)
     if solver == "fw":
@@ -88,14 +101,16 @@ def test_batched_reaches_the_bcfw_optimum(case, solver, options):
         assert np.all(np.diff(h["dual"]) >= -1e-12)
         np.testing.assert_allclose(svm.gap_estimates_[1:], h["gap"][:-1], rtol=1e-9,
                                    atol=1e-12)
-    elif svm._solver.ws.inactive_window and options is None:
-        assert np.all(np.diff(h["dual"]) >= -1e-9)
+    else:
+        # block coordinate ascent from the last multipliers, and only planes of zero
+        # multiplier pruned (inactive_threshold=0): the QP's value never decreases
+        assert np.all(np.diff(h["dual"]) >= -1e-9 * max(1.0, abs(h["dual"][-1])))
 
 
 @pytest.mark.parametrize("solver,options", N_SLACK + [("fw", None)])
 def test_protocol_path_follows_the_batched_iterates(solver, options):
-    X, y = small_data(seed=3, n=10, max_len=4)
-    common = dict(C=1.0, solver=solver, solver_options=options, max_iter=15, tol=0.0,
+    X, y = small_data(seed=3, n=8, max_len=4)
+    common = dict(C=1.0, solver=solver, solver_options=options, max_iter=8, tol=0.0,
                   check_every=1, shuffle=False)
     ref = StructuredSVM(**common).fit(X, y)
     with warnings.catch_warnings():
@@ -110,17 +125,17 @@ def test_protocol_path_follows_the_batched_iterates(solver, options):
 
 def test_protocol_multiclass_reaches_the_bcfw_optimum():
     X, y = multiclass(n=30)
-    ref = bcfw_reference(X, y, 1.0, 1e-4)
+    ref, _ = reference(X, y, 1.0)
     for solver in ("n_slack", "fw"):
-        tol = 1e-3 if solver == "n_slack" else 1e-2
+        tol = 1e-4 if solver == "n_slack" else 1e-2
         svm = StructuredSVM(model=ProtocolMulticlass(), solver=solver, max_iter=5000,
                             tol=tol, check_every=1).fit(X, y)
         check_bracket(svm, tol, ref)
 
 
 def test_n_slack_prunes_inactive_planes_and_keeps_the_optimum():
-    X, y = small_data(seed=1, n=15)
-    tol = 1e-4
+    X, y = small_data(seed=1, n=10)
+    tol = 1e-3
     fits = {}
     for window, threshold in ((0, 0.0), (2, 0.0), (2, 1e-3)):
         svm = StructuredSVM(C=1.0, solver="n_slack", max_iter=2000, tol=tol, check_every=1,
@@ -155,19 +170,22 @@ class Lapsing(ProtocolChain):
         return super().loss_augmented_inference(x, y, w)
 
 
-@pytest.mark.parametrize("solver", ["bcfw", "fw", "one_slack", "n_slack", "extragradient"])
-def test_negative_gap_warns_and_does_not_stop_the_fit(solver):
+# C at which the working set's slack is positive when the oracle lapses (a zero slack
+# gives a zero gap)
+@pytest.mark.parametrize("solver,C", [("bcfw", 1.0), ("fw", 1.0), ("one_slack", 0.1),
+                                      ("n_slack", 1.0)])
+def test_negative_gap_warns_and_does_not_stop_the_fit(solver, C):
     X, y = small_data(seed=5, n=8, max_len=4)
     Lapsing.calls, Lapsing.budget = 0, 6 * len(X)
-    est = StructuredSVM(model=Lapsing(), solver=solver, C=10.0, max_iter=20, tol=1e-3,
+    est = StructuredSVM(model=Lapsing(), solver=solver, C=C, max_iter=12, tol=1e-3,
                         check_every=1)
     with pytest.warns(ConvergenceWarning) as record:
         est.fit(X, y)
     messages = [str(r.message) for r in record]
     # warned once, and the fit went on to max_iter, where it warns as usual
     assert sum("certifies nothing" in m for m in messages) == 1
-    assert any("max_iter=20" in m and "not a certificate" in m for m in messages)
-    assert est.n_iter_ == 20
+    assert any("max_iter=12" in m and "not a certificate" in m for m in messages)
+    assert est.n_iter_ == 12
     assert est.history_["gap"].min() < -1e-6
 
 

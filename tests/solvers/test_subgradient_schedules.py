@@ -11,6 +11,9 @@ from skstruct import StructuredSVM
 from skstruct.exceptions import InvalidParameterError
 from skstruct.models import StructuredModel
 
+# a few passes, far from convergence: the iterates are what is compared
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 
 class ProtocolMulticlass(StructuredModel):
     """Crammer-Singer multiclass written with the protocol: the weight block of class
@@ -84,6 +87,8 @@ CASES = [
     ({"learning_rate": 0.05, "decay_exponent": 0.0}, dict(learning_rate=0.05, e=0.0)),
     ({"learning_rate": 0.1, "momentum": 0.6}, dict(learning_rate=0.1, momentum=0.6)),
     ({"momentum": 0.3}, dict(momentum=0.3)),
+    # steps with eta_t lambda > 1: the weights' scale turns negative
+    ({"learning_rate": 100.0}, dict(learning_rate=100.0)),
 ]
 
 
