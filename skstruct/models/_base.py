@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._core._decoders import DECODER_NAMES
+from .._core._decoders import DECODER_NAMES, replacement
 from .._core._packing import encode_labels, fit_classes
 from .._core._params import Options, validate_params
 from .._core._validation import check_vector
@@ -150,7 +150,8 @@ class DesignModel(StructuredModel):
     """
 
     inference_method = "auto"
-    _parameter_constraints = {"inference_method": [Options(*INFERENCE_METHODS)]}
+    _parameter_constraints = {"inference_method": [Options(*INFERENCE_METHODS,
+                                                           hint=replacement)]}
 
     # --- fitting the structure -------------------------------------------
     def initialize(self, X, y):

@@ -20,12 +20,17 @@ from .._core._decoders import (
     DECODER_NAMES,
     EXACT,
     GRAPHCUT,
+    ILP,
     MESSAGE_DECODERS,
     METHODS,
+    QPBO,
     TREE,
     TRWS,
+    unknown_method,
 )
 from .._core._graph import Adjacency, Forest
+from ..inference._ilp import MAX_VARIABLES, check_size, n_variables
+from ..inference._qpbo import check_binary
 
 # tiny loopy samples are decoded exactly: K ** n_nodes labellings at most
 EXACT_LIMIT = 4096
@@ -274,8 +279,8 @@ def decoders(batch, n_classes, inference, submodular=False):
     if inference != "auto":
         m = METHODS.get(inference)
         if m is None or not m.decoder:
-            raise ValueError(f"inference_method must be 'auto' or one of {DECODER_NAMES}, "
-                             f"got {inference!r}")
+            raise ValueError(unknown_method(inference, ("auto", *DECODER_NAMES),
+                                            "inference_method"))
         if m.graphs == "chain":
             bad = np.flatnonzero(~batch.is_chain)
             if bad.size:
@@ -287,6 +292,15 @@ def decoders(batch, n_classes, inference, submodular=False):
                 raise ValueError(f"inference_method={inference!r} but sample {bad[0]} has "
                                  "a cycle")
             return np.where(batch.is_chain, CHAIN, m.code).astype(np.int64)
+        if m.code == QPBO:
+            check_binary(n_classes, "the model", "inference_method='qpbo'")
+        if m.code == ILP:
+            sizes = n_variables(lengths, np.diff(batch.edge_offsets), n_classes)
+            if sizes.size and sizes.max() > MAX_VARIABLES:
+                s = int(np.argmax(sizes))
+                check_size(int(lengths[s]), int(batch.edge_offsets[s + 1]
+                                                 - batch.edge_offsets[s]), n_classes,
+                           f"sample {s}", "inference_method='ilp'")
         if m.code == EXACT:
             with np.errstate(over="ignore"):
                 big = np.flatnonzero(float(n_classes) ** lengths > 2 ** 22)

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 from .._core import GraphBatch, check_edges
-from .._core._decoders import DECODER_NAMES
+from .._core._decoders import DECODER_NAMES, replacement
 from .._core._packing import check_y, pack_X, refuse_complex
 from .._core._params import Options
 from .._core._warnings import warn_user
@@ -143,7 +143,7 @@ class GraphModel(_SampleListModel):
     """
 
     _parameter_constraints = {
-        "inference_method": [Options("auto", *DECODER_NAMES)],
+        "inference_method": [Options("auto", *DECODER_NAMES, hint=replacement)],
         "submodular": ["boolean"],
         "directed": ["boolean"],
     }

@@ -40,14 +40,16 @@ from typing import NamedTuple
 import numpy as np
 from numba import prange
 
-from .._core._decoders import CHAIN, EXACT, GRAPHCUT, TREE
+from .._core._decoders import CHAIN, EXACT, GRAPHCUT, ILP, QPBO, TREE
 from .._core._graph import Adjacency, Forest
 from .._core._jit import jit, pjit
 from ..inference._chain import _viterbi_one
 from ..inference._exact import exact_map_one
 from ..inference._graphcut import graphcut_one
+from ..inference._ilp import ilp_one
 from ..inference._modes import EDGES_NONE, MAX_SUM, UPWARD
 from ..inference._mplp import lp_bound_one, mplp_sweeps
+from ..inference._qpbo import qpbo_one
 from ..inference._tree import TreeOut, TreeWork, tree_one
 from ..inference._trws import trws_one
 from ._kernels import _tables, labelling_score, node_scores
@@ -135,6 +137,12 @@ def decode(D, s, Ua, pair, msgs, bp, lab, work):
     if kind == GRAPHCUT:
         # exact on any graph: the learner keeps the tables supermodular
         return graphcut_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab)
+    if kind == ILP:
+        # exact on any graph; HiGHS is called through the interpreter, one sample at a time
+        return ilp_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab)
+    if kind == QPBO:
+        return qpbo_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab,
+                        np.empty(n1 - n0, np.bool_))
     # a one-iteration, relative stall test keeps learning's inner loop short;
     # the warm-started messages carry the progress from one pass to the next
     adj = Adjacency(offsets=D.adj_offsets, edge=D.adj_edge, nbr=D.adj_nbr, side=D.adj_side)

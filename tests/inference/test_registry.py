@@ -60,6 +60,8 @@ def supermodular(rng, n_edges, K):
 
 def problem(rng, method, kind, n, K):
     n = max(n, 3) if kind == "loopy" else n
+    # roof duality is for two labels
+    K = 2 if method == "qpbo" else K
     edges = random_graph(rng, kind, n)
     unary = rng.normal(size=(n, K))
     if method == "graphcut":
@@ -73,7 +75,7 @@ def test_available_methods_lists_the_registry():
     methods = available_methods()
     assert set(methods) == set(METHODS)
     assert {"chain", "tree", "exact", "trws", "max-product", "graphcut", "icm",
-            "loopy"} <= set(methods)
+            "loopy", "ilp", "qpbo"} <= set(methods)
     for name, caps in methods.items():
         m = METHODS[name]
         assert caps.graphs in ("chain", "forest", "any")
@@ -209,6 +211,7 @@ def test_methods_honour_the_constraints_they_take(name):
     for kind in graph_kinds(caps.graphs):
         for _ in range(12):
             n, K = int(rng.integers(2, 6)), int(rng.integers(2, 4))
+            K = 2 if name == "qpbo" else K
             unary, edges, pairwise = constrained_problem(rng, kind, n, K,
                                                          caps.constraints == "any")
             n = unary.shape[0]

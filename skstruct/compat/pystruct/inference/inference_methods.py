@@ -59,8 +59,9 @@ def get_installed(method_filter=None):
     if method_filter is None:
         method_filter = list(_DEFAULT_FILTER)
     installed = []
-    unary = np.zeros((1, 1))
-    pairwise = np.zeros((1, 1))
+    # two labels, so that 'qpbo' probes the method it runs on binary problems
+    unary = np.zeros((1, 2))
+    pairwise = np.zeros((2, 2))
     edges = np.zeros((0, 2), dtype=np.int64)
     for method in method_filter:
         try:

@@ -32,9 +32,9 @@ def relaxed_marginals(unary, pairwise, edges):
     n_nodes, K = unary.shape
     if n_nodes == 0:
         return np.zeros((0, K)), np.zeros((len(edges), K * K)), 0.0
-    node, edge, _ = lp_relaxation(unary, pairwise, edges)
-    node = np.asarray(node, dtype=np.float64)
-    edge = np.asarray(edge, dtype=np.float64).reshape(len(edges), K * K)
+    lp = lp_relaxation(unary, edges, pairwise)
+    node = np.asarray(lp.node_marginals, dtype=np.float64)
+    edge = np.asarray(lp.edge_marginals, dtype=np.float64).reshape(len(edges), K * K)
     # the score of the marginals returned, whatever rounding the solver's own value carries
     score = float(np.sum(unary * node) + np.sum(pairwise.reshape(len(edges), K * K) * edge))
     return node, edge, score

