@@ -16,6 +16,7 @@ import pytest
 
 from skstruct.compat.pystruct.models import (
     EdgeFeatureLatentNodeCRF,
+    GraphCRF,
     LatentDirectionalGridCRF,
     LatentGraphCRF,
     LatentGridCRF,
@@ -301,6 +302,20 @@ def test_latent_node_latent_and_inference_by_enumeration(seed):
     _, best = best_by_enumeration(crf, x, w, admissible(4, 2, 2, 3),
                                   extra=lambda g: crf.loss(h, g))
     assert np.isclose(w @ crf.joint_feature(x, h_la) + crf.loss(h, h_la), best)
+
+
+def test_latent_node_without_hidden_nodes_is_a_graph_crf():
+    rng = np.random.default_rng(4)
+    f, y = rng.normal(size=(5, 3)), rng.integers(2, size=5)
+    latent = LatentNodeCRF(n_labels=2, n_features=3, n_hidden_states=0)
+    graph = GraphCRF(n_states=2, n_features=3)
+    assert latent.size_joint_feature == graph.size_joint_feature
+    assert np.allclose(latent.joint_feature((f, TREE5, 0), y), graph.joint_feature((f, TREE5), y))
+    w = rng.normal(size=graph.size_joint_feature)
+    assert (latent.inference((f, TREE5, 0), w) == graph.inference((f, TREE5), w)).all()
+    assert (latent.latent((f, TREE5, 0), y, w) == y).all()
+    with pytest.raises(ValueError, match="2 hidden nodes but n_hidden_states=0"):
+        latent.inference((f, TREE5, 2), w)
 
 
 def test_latent_node_initialize_and_errors():

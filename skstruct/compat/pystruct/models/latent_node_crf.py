@@ -158,8 +158,8 @@ class LatentNodeCRF(GraphCRF):
     def _set_size_joint_feature(self):
         if getattr(self, "n_labels", None) is None or self.n_features is None:
             return
-        if int(self.n_hidden_states) < 1:
-            raise ValueError(f"n_hidden_states must be at least 1, got {self.n_hidden_states}")
+        if int(self.n_hidden_states) < 0:
+            raise ValueError(f"n_hidden_states must be non-negative, got {self.n_hidden_states}")
         self.n_states = int(self.n_labels + self.n_hidden_states)
         self.n_input_states = self.n_states if self.latent_node_features else self.n_labels
         self.size_joint_feature = int(self.n_input_states * self.n_features
@@ -229,6 +229,8 @@ class LatentNodeCRF(GraphCRF):
         n_visible = features.shape[0] - (n_hidden if self.latent_node_features else 0)
         if n_visible < 0 or n_hidden < 0:
             raise ValueError(f"{n_hidden} hidden nodes for {features.shape[0]} feature rows")
+        if n_hidden and not self.n_hidden_states:
+            raise ValueError(f"{n_hidden} hidden nodes but n_hidden_states=0")
         n_nodes = n_visible + n_hidden
         edges = edges.reshape(-1, 2)
         if edges.size and (edges.min() < 0 or edges.max() >= n_nodes):
