@@ -16,3 +16,13 @@ from .unstructured_svm import BinaryClf, MultiClassClf
 
 __all__ = ["BinaryClf", "CRF", "ChainCRF", "DirectionalGridCRF", "EdgeFeatureGraphCRF",
            "GraphCRF", "GridCRF", "MultiClassClf", "MultiLabelClf", "StructuredModel"]
+
+# the latent and typed models
+from .latent_graph_crf import LatentGraphCRF  # noqa: E402
+from .latent_grid_crf import LatentDirectionalGridCRF, LatentGridCRF  # noqa: E402
+from .latent_node_crf import EdgeFeatureLatentNodeCRF, LatentNodeCRF  # noqa: E402
+from .node_type_edge_feature_graph_crf import NodeTypeEdgeFeatureGraphCRF  # noqa: E402
+from .typed_crf import TypedCRF  # noqa: E402
+
+__all__ += ["EdgeFeatureLatentNodeCRF", "LatentDirectionalGridCRF", "LatentGraphCRF",
+            "LatentGridCRF", "LatentNodeCRF", "NodeTypeEdgeFeatureGraphCRF", "TypedCRF"]
