@@ -178,12 +178,17 @@ def run_skstruct(row_name, out, variant="skstruct"):
 
 def primal_of(row_name, w, layout_kind, n_labels=None):
     """C-form primal of a pystruct weight vector, evaluated by skstruct's oracles."""
+    row = ROWS[row_name]
+    data = load(row["data"])
+    return primal_of_data(data, c_of(row, len(data[1])), w)
+
+
+def primal_of_data(data, C, w):
+    """C-form primal of pystruct's weights ``w`` on the training part of ``data``."""
     from skstruct.models._oracle import MARGIN, hinge_pass
     from skstruct.models._predict import scratch
 
-    row = ROWS[row_name]
-    X_train, y_train, _, _, kind = load(row["data"])
-    C = c_of(row, len(y_train))
+    X_train, y_train, _, _, kind = data
     model = skstruct_model(kind).fit(X_train, y_train)
     design, _ = model.design(X_train, y_train)
     K = design.n_classes

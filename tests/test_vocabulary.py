@@ -269,7 +269,7 @@ def test_latent_fit_takes_initial_states_not_the_constructors_name():
     fit = inspect.signature(LatentStructuredSVM.fit).parameters
     assert fit["initial_states"].kind is inspect.Parameter.KEYWORD_ONLY
     assert "latent_init" not in fit
-    assert LatentStructuredSVM().get_params()["latent_init"] == "random"
+    assert LatentStructuredSVM().get_params()["latent_init"] == "auto"
 
 
 # ------------------------------------------------------------ the fit's bookkeeping

@@ -93,7 +93,7 @@ METHODS = {m.name: m for m in (
     Method("qpbo", QPBO, exact=False, graphs="any", bound=True, constraints="unary",
            map="_qpbo:run_map", marginals=None, decoder=True, messages=False,
            summary="roof duality (QPBO) for two labels: one maximum flow labels a subset of "
-           "the nodes as every optimum does, the rest are completed by ICM; exact when "
+           "the nodes as some optimum does, the rest are completed by ICM; exact when "
            "every node is labelled (always for submodular tables)"),
     Method("loopy", LOOPY, exact=False, graphs="any", bound=False, constraints="any",
            map=None, marginals="_api:_marginals_loopy", decoder=False, messages=True,

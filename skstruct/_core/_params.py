@@ -134,3 +134,69 @@ def validate_params(est):
         hints = [h for c in constraints if getattr(c, "hint", None) for h in (c.hint(v),) if h]
         raise InvalidParameterError(f"{name} must be {what}, got {v!r}"
                                     + "".join(f": {h}" for h in hints))
+
+
+def _keyword_names(cls):
+    """``(positional, keyword)``: the names of ``cls.__init__``'s parameters that may be
+    given by position, and all its named parameters."""
+    import inspect
+
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None, [p.name for p in params]
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return positional, [p.name for p in params if p.kind is not p.VAR_KEYWORD]
+
+
+def _likely_parameter(value, names):
+    """The parameter a value given by position most likely meant, or None."""
+    if hasattr(value, "joint_feature") and hasattr(value, "initialize"):
+        wanted = ("model", "base")
+    elif hasattr(value, "fit") and hasattr(value, "get_params"):
+        wanted = ("estimator", "model")
+    elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+        wanted = ("C", "max_iter")
+    elif isinstance(value, str):
+        wanted = ("inference_method", "solver", "model")
+    else:
+        wanted = ()
+    return next((name for name in wanted if name in names), None)
+
+
+def _shown(value):
+    if isinstance(value, (numbers.Number, str)) or value is None:
+        return repr(value)
+    return f"{type(value).__name__}(...)"
+
+
+class KeywordOnly:
+    """Refuse positional arguments an ``__init__`` does not take, naming the fix.
+
+    Python's own error ("takes 1 positional argument but 2 were given") does not say
+    that the parameters are keyword-only, nor which one was meant; this one does, e.g.
+    ``StructuredSVM takes keyword arguments only: use StructuredSVM(model=ChainModel(...))``.
+    Construction with keywords, ``clone`` and unpickling (which call ``__new__`` without
+    arguments) never reach the check.
+    """
+
+    def __new__(cls, *args, **kwargs):
+        if args:
+            positional, names = _keyword_names(cls)
+            if positional is not None and len(args) > len(positional):
+                name = cls.__name__
+                extra = args[len(positional):]
+                by_keyword = [n for n in names if n not in positional]
+                meant = _likely_parameter(extra[0], by_keyword)
+                if meant is None and len(by_keyword) == 1:
+                    meant = by_keyword[0]
+                fix = (f"{name}({meant}={_shown(extra[0])})" if meant is not None
+                       else f"{name}(<parameter>=...)")
+                given = f"{len(args)} positional argument{'s' if len(args) > 1 else ''}"
+                takes = ("keyword arguments only" if not positional else
+                         f"at most {len(positional)} positional argument"
+                         f"{'s' if len(positional) > 1 else ''} "
+                         f"({', '.join(positional)}), the others by keyword")
+                raise TypeError(f"{name} takes {takes}: use {fix} (got {given}; its "
+                                f"parameters: {', '.join(names)})")
+        return super().__new__(cls)

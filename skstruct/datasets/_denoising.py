@@ -3,14 +3,7 @@
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
-
-def grid_edges(height, width):
-    """Edges ``(n_edges, 2)`` of the 4-connected ``height x width`` grid, pixels
-    numbered row by row: all horizontal edges, then all vertical ones."""
-    idx = np.arange(height * width, dtype=np.int64).reshape(height, width)
-    horizontal = np.column_stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()])
-    vertical = np.column_stack([idx[:-1, :].ravel(), idx[1:, :].ravel()])
-    return np.concatenate([horizontal, vertical])
+from ..models import grid_edges
 
 
 def make_binary_denoising(n_images=100, size=100, noise=1.0, random_state=None):

@@ -246,18 +246,18 @@ def make_checker_multinomial(n_samples=20, *, height=10, width=12, noise=1.5,
     return X, y
 
 
-def _place_boxes(n_samples, size, box, n_tries, rng, hi=None):
-    """Top left corners of up to ``n_tries`` boxes per image, drawn in ``1 .. hi - 1``; a
-    box is kept only if its corner is more than 3 pixels from the last kept one's in its
-    row or its column (so boxes seldom overlap)."""
-    hi = size - box if hi is None else hi
+def _place_boxes(n_samples, size, box, n_tries, rng, orient=False):
+    """Top left corners of up to ``n_tries`` boxes per image, drawn in ``1 .. size - box -
+    1``; a box is kept only if its corner is more than 3 pixels from the last kept one's in
+    its row or its column (so boxes seldom overlap).  With ``orient``, each kept box also
+    draws whether it stands vertical (probability 1/2)."""
     corners = []
     for _ in range(n_samples):
         kept, last = [], None
         for _ in range(n_tries):
-            top, left = rng.randint(1, hi, size=2)
+            top, left = rng.randint(1, size - box, size=2)
             if last is None or abs(top - last[0]) > 3 or abs(left - last[1]) > 3:
-                kept.append((top, left))
+                kept.append((top, left, rng.uniform() > 0.5) if orient else (top, left))
                 last = (top, left)
         corners.append(kept)
     return corners
@@ -348,9 +348,9 @@ def make_bars(n_samples=5, *, bar_size=3, size=8, noise=5, separate_labels=True,
     rng = check_random_state(random_state)
     n_classes = 3 if separate_labels else 2
     y = np.zeros((n_samples, size, size), np.int64)
-    for img, corners in zip(y, _place_boxes(n_samples, size, bar_size, 2, rng)):
-        for top, left in corners:
-            if rng.uniform() > 0.5:
+    for img, corners in zip(y, _place_boxes(n_samples, size, bar_size, 2, rng, orient=True)):
+        for top, left, vertical in corners:
+            if vertical:
                 img[top:top + bar_size, left] = n_classes - 1
             else:
                 img[top, left:left + bar_size] = 1

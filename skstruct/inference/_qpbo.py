@@ -37,12 +37,12 @@ MAX_SWEEPS = 1000
 
 
 @jit
-def _linear(v, twin, coef, c, const):
-    """Add the linear term ``coef x_v`` of the energy, halved between ``v`` and its twin:
-    ``coef / 2 (x_v + 1 - z_v)``; returns the constant."""
-    c[v] += 0.5 * coef
-    c[twin] -= 0.5 * coef
-    return const + 0.5 * coef
+def _linear(v, twin, slope, c, const):
+    """Add the linear term ``slope x_v`` of the energy, halved between ``v`` and its twin:
+    ``slope / 2 (x_v + 1 - z_v)``; returns the constant."""
+    c[v] += 0.5 * slope
+    c[twin] -= 0.5 * slope
+    return const + 0.5 * slope
 
 
 @jit

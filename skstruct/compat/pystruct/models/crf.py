@@ -177,6 +177,29 @@ class CRF(StructuredModel):
         return inference_dispatch(unary, pairwise, edges, self.inference_method,
                                   relaxed=relaxed, return_energy=return_energy)
 
+    def _native_decoder(self):
+        """The built-in models' ``inference_method`` closest to this model's:
+        ``'ilp'`` for ``('ad3', {'branch_and_bound': True})``, ``'qpbo'`` for
+        ``'qpbo'`` on two labels, ``'auto'`` (exact on forests, TRW-S otherwise)
+        for the rest; ``None`` for ``'unary'``, whose decoding ignores the edges,
+        which no built-in decoder does."""
+        name, options = self.inference_method, {}
+        if isinstance(name, tuple):
+            name, options = name
+        if name == "unary":
+            return None
+        if name == "ad3" and options.get("branch_and_bound"):
+            return "ilp"
+        if name == "qpbo" and self.n_states == 2:
+            return "qpbo"
+        return "auto"
+
+    def _native_decodes_alike(self, X):
+        """Whether the built-in model's decoder does what this model's inference does
+        on ``X``: always, except for ``'unary'`` on samples with edges."""
+        return self._native_decoder() is not None or not any(
+            len(self._get_edges(x)) for x in X)
+
     def _native_classes_ok(self, Y):
         """Whether every label ``0 .. n_states - 1`` occurs in ``Y`` and the loss is
         unweighted: then a built-in model's classes and loss are this model's."""

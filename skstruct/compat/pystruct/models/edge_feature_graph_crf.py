@@ -173,10 +173,12 @@ class EdgeFeatureGraphCRF(GraphCRF):
             self.initialize(X, Y)
         if len(self.symmetric_edge_features) or len(self.antisymmetric_edge_features):
             return None
-        if not self._native_classes_ok(Y):
+        if not self._native_classes_ok(Y) or not self._native_decodes_alike(X):
             return None
         K, F, EF = self.n_states, self.n_features, self.n_edge_features
         index = np.concatenate([unary_index(K, F), K * F + np.arange(EF * K * K)])
-        return NativeEquivalent(GraphModel(directed=True), [self._native_sample(x) for x in X],
+        decoder = self._native_decoder() or "auto"
+        return NativeEquivalent(GraphModel(directed=True, inference_method=decoder),
+                                [self._native_sample(x) for x in X],
                                 [self._native_labels(y) for y in Y], index,
                                 K * F + EF * K * K)

@@ -137,10 +137,11 @@ class GraphCRF(CRF):
 
         if self.size_joint_feature is None:
             self.initialize(X, Y)
-        if not self._native_classes_ok(Y):
+        if not self._native_classes_ok(Y) or not self._native_decodes_alike(X):
             return None
         K, F = self.n_states, self.n_features
         index = np.concatenate([unary_index(K, F), pairwise_index(K, self.directed, K * F)])
-        return NativeEquivalent(GraphModel(directed=bool(self.directed)),
+        decoder = self._native_decoder() or "auto"
+        return NativeEquivalent(GraphModel(directed=bool(self.directed), inference_method=decoder),
                                 [self._native_sample(x) for x in X],
                                 [self._native_labels(y) for y in Y], index, K * F + K * K)

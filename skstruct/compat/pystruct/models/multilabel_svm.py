@@ -143,6 +143,8 @@ class MultiLabelClf(CRF):
             self.initialize(X, Y)
         if not getattr(self, "uniform_class_weight", True):
             return None
+        if not self._native_decodes_alike([None]):
+            return None
         edges = self.edges if len(self.edges) else "independent"
         return NativeEquivalent(MultiLabelModel(edges=edges), np.asarray(X, dtype=np.float64),
                                 np.asarray(Y).astype(np.int64),

@@ -129,6 +129,15 @@ class MultiClassClf(StructuredModel):
         self._set_size_joint_feature()
         self._set_class_weight()
 
+    @property
+    def n_classes(self):
+        """The number of classes (``n_states``, as the other models call it)."""
+        return self.n_states
+
+    @n_classes.setter
+    def n_classes(self, value):
+        self.n_states = value
+
     def _set_size_joint_feature(self):
         if None not in (self.n_states, self.n_features):
             self.size_joint_feature = self.n_states * self.n_features
