@@ -17,6 +17,7 @@ import pytest
 from skstruct.compat.pystruct.models import (
     EdgeFeatureLatentNodeCRF,
     GraphCRF,
+    GridCRF,
     LatentDirectionalGridCRF,
     LatentGraphCRF,
     LatentGridCRF,
@@ -230,6 +231,25 @@ def test_latent_grid_matches_latent_graph_on_the_same_graph():
     la = grid.loss_augmented_inference(x, h, w)
     assert la.shape == (1, 4)
     assert (la.ravel() == graph.loss_augmented_inference(xg, h.ravel(), w)).all()
+
+
+def test_one_state_per_label_is_the_grid_crf():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(3, 2, 3, 2))
+    Y = rng.integers(3, size=(3, 2, 3))
+    latent = LatentGridCRF(n_states_per_label=1)
+    latent.initialize(X, Y)
+    grid = GridCRF()
+    grid.initialize(X, Y)
+    assert latent.size_joint_feature == grid.size_joint_feature
+    w = rng.normal(size=grid.size_joint_feature)
+    for x, y in zip(X, Y):
+        assert np.allclose(latent.joint_feature(x, y), grid.joint_feature(x, y))
+        assert (latent.inference(x, w) == grid.inference(x, w)).all()
+        assert (latent.loss_augmented_inference(x, y, w)
+                == grid.loss_augmented_inference(x, y, w)).all()
+        assert (latent.latent(x, y, w) == y).all()
+    assert (np.array(latent.init_latent(X, Y)) == Y).all()
 
 
 def test_latent_directional_grid_latent_by_enumeration():
