@@ -644,3 +644,17 @@ def test_save_logger_round_trip(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model_4.pkl"]
     loaded = pickle.loads((tmp_path / "model_4.pkl").read_bytes())
     assert repr(loaded) == repr(crf) == "GraphCRF(n_states: 3, inference_method: ad3)"
+
+
+def test_multilabel_loss_augmented_inference_matches_enumeration():
+    from skstruct.compat.pystruct.models import MultiLabelClf
+    from skstruct.compat.pystruct.utils import exhaustive_loss_augmented_inference
+
+    rng = np.random.RandomState(0)
+    X, Y = rng.randn(12, 4), (rng.rand(12, 3) > 0.5).astype(int)
+    model = MultiLabelClf(edges=np.array([[0, 1], [1, 2], [0, 2]]))
+    model.initialize(X, Y)
+    w = rng.randn(model.size_joint_feature)
+    for x, y in zip(X, Y):
+        np.testing.assert_array_equal(model.loss_augmented_inference(x, y, w),
+                                      exhaustive_loss_augmented_inference(model, x, y, w))

