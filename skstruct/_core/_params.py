@@ -180,6 +180,20 @@ class KeywordOnly:
     arguments) never reach the check.
     """
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # inspect.signature(cls) reads the inherited __new__(*args, **kwargs) for a class
+        # without an __init__ of its own (scikit-learn's estimator checks read it): give
+        # every class the signature of the __init__ it runs
+        import inspect
+
+        init = cls.__init__
+        if init is object.__init__:
+            cls.__signature__ = inspect.Signature()
+        else:
+            sig = inspect.signature(init)
+            cls.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
+
     def __new__(cls, *args, **kwargs):
         if args:
             positional, names = _keyword_names(cls)

@@ -155,7 +155,7 @@ def test_tolerances_keep_pystructs_forms():
     of the mean slack, i.e. the gap of the lambda form (C n times smaller)."""
     X, Y = _data()
     n, C = len(X), 2.0
-    fw = FrankWolfeSSVM(Multiclass(), C=C, tol=1e-2, check_dual_every=1).fit(X, Y)
+    fw = FrankWolfeSSVM(Multiclass(), C=C, tol=1e-2, check_dual_every=1, random_state=0).fit(X, Y)
     assert 0 <= fw.primal_objective_curve_[-1] - fw.objective_curve_[-1] <= 1e-2
     assert fw._estimator.tol == pytest.approx(1e-2 / (C * n))
     ssvm = OneSlackSSVM(Multiclass(), C=C, tol=1e-2).fit(X, Y)
