@@ -153,6 +153,56 @@ def test_lp_relaxation_is_tight_on_trees():
         assert np.allclose(lp.node_marginals, np.eye(K)[best_labels], atol=1e-7)
 
 
+@pytest.mark.parametrize("K", [2, 3])
+def test_both_routes_of_ilp_are_the_optimum_of_enumeration(K):
+    """``method="ilp"`` takes TRW-S's labelling when its bound closes the gap, and runs
+    branch and bound otherwise: each route alone is checked against enumeration, on
+    graphs where TRW-S certifies (tight) and on frustrated ones where it cannot."""
+    from skstruct.inference._ilp import certified_trws, ilp_map
+
+    rng = np.random.default_rng(7 + K)
+    n_certified = 0
+    for trial in range(12):
+        for edges in graphs(rng):
+            n = n_nodes(edges)
+            if K ** n > 70000 or not len(edges):
+                continue
+            unary = rng.normal(size=(n, K))
+            # alternate attractive (TRW-S usually tight) and random (often loose) tables
+            scale = 0.3 if trial % 2 else 1.5
+            pairwise = rng.normal(scale=scale, size=(len(edges), K, K))
+            if trial % 2:
+                pairwise += 2.0 * np.eye(K)
+            best = all_scores(unary, edges, pairwise)[1].max()
+            labels, score = ilp_map(unary, edges, pairwise)
+            assert np.isclose(score, best) and np.isclose(
+                score_of(unary, edges, pairwise, labels), best)
+            found = certified_trws(unary, edges, pairwise, np.arange(len(edges)))
+            if found is None:
+                continue
+            n_certified += 1
+            assert np.isclose(found[1], best)
+            assert np.isclose(score_of(unary, edges, pairwise, found[0]), best)
+    # the certificate is used (refusals are checked on frustrated cycles below)
+    assert n_certified >= 5
+
+
+def test_ilp_on_frustrated_cycles_needs_branch_and_bound():
+    """Odd cycles rewarding disagreement: TRW-S's bound stays above the optimum, so the
+    certificate is refused and branch and bound gives the optimum."""
+    from skstruct.inference._ilp import certified_trws
+
+    rng = np.random.default_rng(3)
+    for n in (3, 5, 7):
+        edges = cycle(n)
+        unary = rng.normal(scale=0.01, size=(n, 2))
+        pairwise = np.tile(np.array([[0.0, 1.0], [1.0, 0.0]]), (n, 1, 1))
+        assert certified_trws(unary, edges, pairwise, np.arange(n)) is None
+        labels = map_inference(unary, edges, pairwise, method="ilp")
+        best = all_scores(unary, edges, pairwise)[1].max()
+        assert np.isclose(score_of(unary, edges, pairwise, labels), best)
+
+
 def test_lp_relaxation_bounds_the_ilp_and_is_loose_on_frustrated_cycles():
     rng = np.random.default_rng(13)
     n_loose = 0
