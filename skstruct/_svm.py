@@ -161,7 +161,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         oracle call of its own and, after the first passes, stays within about
         a factor of two of the exact gap, so checks start about when ``tol``
         can be met and are not paid for while it cannot.  Only the exact gap
-        stops the fit.
+        stops the fit.  ``solver="one_slack"`` also stops, between checks, at
+        a pass whose own oracle call shows the weights it started from within
+        ``tol``; it keeps those weights.
         Set ``check_every=10`` for checks from the first pass on (a
         convergence trace in ``history_``).  Whenever checks are on, the last
         pass is evaluated, so ``history_`` ends with the returned weights'
@@ -516,6 +518,10 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         # an empty pass compiles (or loads) the kernels, so that compilation never
         # counts as training time in history_
         solver.run_pass(np.zeros(0, np.int64))
+        if hasattr(solver, "stop_tol"):
+            # the cutting-plane solvers certify a pass's starting weights when their
+            # oracle call shows them within tol, and keep them
+            solver.stop_tol = self.tol
         log = _FitLog(self, ("pass", "primal", "dual", "gap", "seconds"), int_keys=("pass",),
                       unit="pass")
         gap = moved = None
@@ -535,6 +541,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
                     armed = it + 1          # a check now, then every check_every passes
             checked = bool(check_every) and (
                 last or armed is not None and (it + 1 - armed) % check_every == 0)
+            checked = checked or getattr(solver, "certified", None) is not None
             primal = dual = None
             if checked:
                 primal, dual, gap = solver.objective()

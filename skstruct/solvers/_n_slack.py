@@ -104,6 +104,9 @@ class _NSlack:
         lam = self.lam
         inv = 1.0 / lam
         sets = [ws for ws in self.sets if ws.m > 1]
+        # the dual's linear term, kept up to date block by block (a sum over every
+        # block per sweep would cost as much as the sweep)
+        lin = sum(float(ws.alpha[:ws.m] @ ws.b[:ws.m]) for ws in sets)
         for _ in range(MAX_SWEEPS):
             self.qp_sweeps += 1
             gap, bmax = 0.0, 0.0
@@ -122,8 +125,11 @@ class _NSlack:
                 value, it = simplex_qp(ws.gram, grad + ws.gram[:m, :m] @ a_old * inv, lam,
                                        ws.alpha, m, RTOL, 200 * m + 10000)
                 ws.qp_iter += it
-                self.v = self.v + (ws.alpha[:m] - a_old) @ planes
-            if gap <= max(RTOL * max(abs(self._dual()), bmax, 1e-300), 0.01 * self.last_gap):
+                step = ws.alpha[:m] - a_old
+                self.v = self.v + step @ planes
+                lin += float(step @ ws.b[:m])
+            dual = lin - 0.5 * inv * float(self.v @ self.v)
+            if gap <= max(RTOL * max(abs(dual), bmax, 1e-300), 0.01 * self.last_gap):
                 break
         moved = False
         for ws in sets:

