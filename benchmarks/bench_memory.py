@@ -32,10 +32,11 @@ Usage::
                                       [--base 3decb23 | --base none] [--quick]
                                       [--write-doc]
 
-Runs about 5 minutes on an idle 2-core machine with ``--repeat 1`` and a base revision
-(each fit about 25 s, each crfsuite run about 40 s, plus loading the data in every process
-and compiling the base revision's kernels once); ``--quick`` fits 10 iterations on 1000
-sentences, a smoke test of about a minute whose figures are not the benchmark's.  Prints a
+Runs about 10 minutes on an idle 2-core machine with ``--repeat 1`` and a base revision
+(eleven processes, each loading the data for about 20 s; each fit about 25 s, each crfsuite
+run 30-45 s; the kernels of each tree compiled once, a minute or two), and at most
+``--timeout`` seconds (default 1800) per process; ``--quick`` fits 10 iterations on 1000
+sentences, a smoke test of a few minutes whose figures are not the benchmark's.  Prints a
 markdown table; ``--write-doc`` also writes it into ``doc/benchmarks.md`` (section
 ``bench_memory``).  Nothing is asserted.  Needs ``pip install python-crfsuite``.
 """
