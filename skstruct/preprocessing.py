@@ -1,5 +1,8 @@
 """Apply an ordinary scikit-learn transformer to the nodes of structured samples."""
 
+import weakref
+from itertools import chain, repeat
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
@@ -214,6 +217,115 @@ def _vectorize_dicts(transformer, dicts, fitting):
     return _align_api_if_sparse(X)
 
 
+# the (feature, value) -> column tables of fitted DictVectorizers, built on first use and
+# dropped with the vectoriser (nothing is stored on the estimators, nor pickled)
+_TABLES = weakref.WeakKeyDictionary()
+# the code of a (feature, value) pair the table does not hold
+_MISS = -2
+_VALUE_TYPES = frozenset({str, bool, int, float})
+
+
+def _pair_table(t):
+    """``{(feature, value): column}`` of a fitted ``DictVectorizer`` ``t``, so that a
+    token's items are coded by one dict look-up each, with no name to build: every way
+    to cut a vocabulary name ``f + separator + v`` into a string feature and its value,
+    and ``(name, True)`` (column) and ``(name, False)`` (-1: no entry) for the names
+    without a separator, which numbers and booleans use.  What it does not hold is
+    coded as :func:`_vectorize_dicts` codes it."""
+    vocab, sep = t.vocabulary_, t.separator
+    entry = _TABLES.get(t)
+    if entry is not None and entry[0] is vocab and entry[1] == len(vocab) and entry[2] == sep:
+        return entry[3]
+    table = {}
+    prefixes = {}
+    n = len(sep)
+    for name, j in vocab.items():
+        if not isinstance(name, str):
+            continue
+        j = int(j)
+        i = name.find(sep)
+        if i < 0:
+            table[(name, True)] = j
+            table[(name, False)] = -1
+        while i >= 0:
+            # one string object per feature prefix: the names share few of them
+            f = prefixes.setdefault(name[:i], name[:i])
+            table[(f, name[i + n:])] = j
+            i = name.find(sep, i + 1)
+    _TABLES[t] = (vocab, len(vocab), sep, table)
+    return table
+
+
+def _sparse_type():
+    """The sparse class sklearn's configuration makes transformers return."""
+    try:
+        from sklearn.utils import _align_api_if_sparse  # noqa: F401
+    except ImportError:     # sklearn < 1.8 returns sparse matrices
+        return sp.csr_matrix
+    from sklearn import get_config
+
+    return sp.csr_array if get_config().get("sparse_interface") == "sparray" else sp.csr_matrix
+
+
+def _transform_dicts_fast(t, X):
+    """:meth:`NodeTransformer.transform` of chains of feature dicts by a fitted
+    ``DictVectorizer`` (sparse, float64): the same list of CSR blocks, from one dict
+    look-up per item and one compiled pass, or None when the general path must answer
+    (other input, types or transformers; items sharing a column)."""
+    from sklearn.feature_extraction import DictVectorizer
+
+    if (type(t) is not DictVectorizer or not t.sparse or t.dtype not in (np.float64, float)
+            or type(X) is not list or not X or not isinstance(t.separator, str)
+            or not t.separator or not hasattr(t, "vocabulary_")):
+        return None
+    if set(map(type, X)) != {list}:
+        return None
+    tokens = list(chain.from_iterable(X))
+    if not tokens or set(map(type, tokens)) != {dict}:
+        return None
+    if (not set(map(type, chain.from_iterable(tokens))) <= {str}
+            or not set(map(type, chain.from_iterable(map(dict.values, tokens))))
+            <= _VALUE_TYPES):
+        return None
+    table = _pair_table(t)
+    items = list(chain.from_iterable(map(dict.items, tokens)))
+    n_items = len(items)
+    codes = np.fromiter(map(table.get, items, repeat(_MISS)), np.int64, n_items)
+    values = np.ones(n_items)
+    missed = np.flatnonzero(codes == _MISS)
+    if missed.size:
+        vocab, sep = t.vocabulary_, t.separator
+        for p in missed.tolist():
+            f, v = items[p]
+            if type(v) is str:
+                j = vocab.get(f"{f}{sep}{v}")
+            else:
+                j = vocab.get(f)
+                if j is not None and v == 0:
+                    j = None
+                values[p] = v
+            codes[p] = -1 if j is None else j
+    lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
+    indptr = np.empty(len(tokens) + 1, np.int64)
+    indices = np.empty(n_items, np.intc)
+    data = np.empty(n_items)
+    from ._core._rows import coded_rows
+
+    if coded_rows(codes, values, lengths, indptr, indices, data) != -1:
+        return None
+    nnz = int(indptr[-1])
+    if nnz < np.iinfo(np.int32).max:
+        indptr = indptr.astype(np.int32)
+    if nnz < n_items:
+        indices, data = indices[:nnz].copy(), data[:nnz].copy()
+    out = _sparse_type()((data, indices, indptr), shape=(len(tokens), len(t.vocabulary_)),
+                         copy=False)
+    out.has_sorted_indices = True
+    if len(X) == 1:
+        return [out]
+    return _split_csr(out, np.cumsum([0, *map(len, X)]))
+
+
 class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Fit and apply a transformer to the nodes of all samples together.
 
@@ -370,6 +482,9 @@ class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         check_is_fitted(self)
         if _is_tabular(X):
             return self.transformer_.transform(X)
+        fast = _transform_dicts_fast(self.transformer_, X)
+        if fast is not None:
+            return fast
         nodes, graph = _unpack(X)
         stacked, offsets = _stack(nodes)
         if offsets[-1] == 0:
