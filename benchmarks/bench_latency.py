@@ -245,10 +245,8 @@ def train(quick, data):
 
 
 # ------------------------------------------------------------------ report
-def _fmt(v, kind):
-    if v is None:
-        return "—"
-    return f"{v:,.0f}" if kind == "rate" else f"{v:,.0f}"
+def _fmt(v):
+    return "—" if v is None else f"{v:,.0f}"
 
 
 def report(cases, results, crfsuite_us, n_tokens, args, names):
@@ -264,9 +262,9 @@ def report(cases, results, crfsuite_us, n_tokens, args, names):
                 continue
             r = res[name]
             lines.append(f"| {name} ({r['n_samples']} samples, {r['n_nodes']} "
-                         f"{case['unit']}) | {tree} | {_fmt(r.get('pipe_us'), 'us')} | "
-                         f"{_fmt(r['est_us'], 'us')} | {_fmt(r.get('pipe_nodes_s'), 'rate')} | "
-                         f"{_fmt(r['est_nodes_s'], 'rate')} |")
+                         f"{case['unit']}) | {tree} | {_fmt(r.get('pipe_us'))} | "
+                         f"{_fmt(r['est_us'])} | {_fmt(r.get('pipe_nodes_s'))} | "
+                         f"{_fmt(r['est_nodes_s'])} |")
         if name.startswith("CRF"):
             lines.append(f"| {name} | python-crfsuite `Tagger.tag` | {crfsuite_us:,.0f} | | "
                          f"{cs_rate:,.0f} | |")

@@ -1,7 +1,8 @@
 """Apply an ordinary scikit-learn transformer to the nodes of structured samples."""
 
 import weakref
-from itertools import chain, repeat
+from bisect import bisect_right
+from itertools import accumulate, chain, islice
 
 import numpy as np
 import scipy.sparse as sp
@@ -223,20 +224,32 @@ _TABLES = weakref.WeakKeyDictionary()
 # the code of a (feature, value) pair the table does not hold
 _MISS = -2
 _VALUE_TYPES = frozenset({str, bool, int, float})
+_NUMBER_TYPES = (bool, int, float)
+_INT32_MAX = 2 ** 31 - 1
+_NO_VALUES = np.zeros(0)
+
+
+class _Codes(dict):
+    """``(feature, value) -> column`` (-1: no entry); a pair it does not hold is
+    :data:`_MISS`, so that ``map(table.__getitem__, items)`` runs without a Python call
+    per item."""
+
+    def __missing__(self, key):
+        return _MISS
 
 
 def _pair_table(t):
-    """``{(feature, value): column}`` of a fitted ``DictVectorizer`` ``t``, so that a
-    token's items are coded by one dict look-up each, with no name to build: every way
-    to cut a vocabulary name ``f + separator + v`` into a string feature and its value,
-    and ``(name, True)`` (column) and ``(name, False)`` (-1: no entry) for the names
-    without a separator, which numbers and booleans use.  What it does not hold is
-    coded as :func:`_vectorize_dicts` codes it."""
+    """The :class:`_Codes` of a fitted ``DictVectorizer`` ``t``, so that a token's items
+    are coded by one dict look-up each, with no name to build: every way to cut a
+    vocabulary name ``f + separator + v`` into a string feature and its value, and
+    ``(name, True)`` (column) and ``(name, False)`` (-1: no entry) for the names without
+    a separator, which numbers and booleans use.  What it does not hold is coded as
+    :func:`_vectorize_dicts` codes it."""
     vocab, sep = t.vocabulary_, t.separator
     entry = _TABLES.get(t)
     if entry is not None and entry[0] is vocab and entry[1] == len(vocab) and entry[2] == sep:
         return entry[3]
-    table = {}
+    table = _Codes()
     prefixes = {}
     n = len(sep)
     for name, j in vocab.items():
@@ -267,6 +280,45 @@ def _sparse_type():
     return sp.csr_array if get_config().get("sparse_interface") == "sparray" else sp.csr_matrix
 
 
+# per CSR class, the attributes of a valid matrix other than its arrays and shape
+_CSR_STATE = {}
+_CSR_ARRAYS = ("_shape", "data", "indices", "indptr")
+
+
+def _new_csr(cls, data, indices, indptr, shape):
+    """``cls((data, indices, indptr), shape=shape)`` for arrays already known to form a
+    canonical CSR matrix (sorted indices): scipy's constructor checks them again, which
+    costs more than the rest of a one-sentence transform.  The first matrix of a class
+    is made by the constructor, and lends its other attributes to the next ones."""
+    state = _CSR_STATE.get(cls)
+    if state is None or indices.dtype != np.int32 or indptr.dtype != np.int32:
+        m = cls((data, indices, indptr), shape=shape, copy=False)
+        m.has_sorted_indices = True
+        if (set(m.__dict__) <= {*_CSR_ARRAYS, "maxprint", "_has_sorted_indices"}
+                and m.shape == shape and m.indices.dtype == indices.dtype
+                and m.indptr.dtype == indptr.dtype and m.data.dtype == data.dtype):
+            _CSR_STATE[cls] = {k: v for k, v in m.__dict__.items() if k not in _CSR_ARRAYS}
+        return m
+    m = cls.__new__(cls)
+    m.__dict__.update(state)
+    m.data, m.indices, m.indptr, m._shape = data, indices, indptr, shape
+    return m
+
+
+def _csr_blocks(out, offsets):
+    """:func:`_split_csr` of a canonical CSR matrix, each block made by :func:`_new_csr`."""
+    data, indices, indptr = out.data, out.indices, out.indptr
+    cls = type(out)
+    n_cols = out.shape[1]
+    bounds = offsets.tolist()
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        p0, p1 = indptr[lo], indptr[hi]
+        parts.append(_new_csr(cls, data[p0:p1], indices[p0:p1], indptr[lo:hi + 1] - p0,
+                              (hi - lo, n_cols)))
+    return parts
+
+
 def _transform_dicts_fast(t, X):
     """:meth:`NodeTransformer.transform` of chains of feature dicts by a fitted
     ``DictVectorizer`` (sparse, float64): the same list of CSR blocks, from one dict
@@ -281,22 +333,28 @@ def _transform_dicts_fast(t, X):
     if set(map(type, X)) != {list}:
         return None
     tokens = list(chain.from_iterable(X))
-    if not tokens or set(map(type, tokens)) != {dict}:
-        return None
-    if (not set(map(type, chain.from_iterable(tokens))) <= {str}
+    # (the keys are checked where the table misses: a hit's key equals a string)
+    if (not tokens or set(map(type, tokens)) != {dict}
             or not set(map(type, chain.from_iterable(map(dict.values, tokens))))
             <= _VALUE_TYPES):
         return None
     table = _pair_table(t)
-    items = list(chain.from_iterable(map(dict.items, tokens)))
-    n_items = len(items)
-    codes = np.fromiter(map(table.get, items, repeat(_MISS)), np.int64, n_items)
-    values = np.ones(n_items)
-    missed = np.flatnonzero(codes == _MISS)
-    if missed.size:
+    lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
+    if int(lengths.sum()) >= _INT32_MAX:
+        return None
+    codes = list(map(table.__getitem__, chain.from_iterable(map(dict.items, tokens))))
+    values = _NO_VALUES
+    if _MISS in codes:
+        values = np.ones(len(codes))
         vocab, sep = t.vocabulary_, t.separator
-        for p in missed.tolist():
-            f, v = items[p]
+        ends = list(accumulate(lengths.tolist()))
+        p = codes.index(_MISS)
+        while True:
+            tok = bisect_right(ends, p)
+            k = p - (ends[tok] - len(tokens[tok]))
+            f, v = next(islice(tokens[tok].items(), k, None))
+            if type(f) is not str:
+                return None
             if type(v) is str:
                 j = vocab.get(f"{f}{sep}{v}")
             else:
@@ -305,25 +363,21 @@ def _transform_dicts_fast(t, X):
                     j = None
                 values[p] = v
             codes[p] = -1 if j is None else j
-    lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
-    indptr = np.empty(len(tokens) + 1, np.int64)
-    indices = np.empty(n_items, np.intc)
-    data = np.empty(n_items)
+            try:
+                p = codes.index(_MISS, p + 1)
+            except ValueError:
+                break
     from ._core._rows import coded_rows
 
-    if coded_rows(codes, values, lengths, indptr, indices, data) != -1:
+    # (int32 row pointers, as _vectorize_dicts gives below 2 ** 31 entries)
+    indptr = np.empty(len(tokens) + 1, np.int32)
+    indices, data, status = coded_rows(np.array(codes, np.int64), values, lengths, indptr)
+    if status != -1:
         return None
-    nnz = int(indptr[-1])
-    if nnz < np.iinfo(np.int32).max:
-        indptr = indptr.astype(np.int32)
-    if nnz < n_items:
-        indices, data = indices[:nnz].copy(), data[:nnz].copy()
-    out = _sparse_type()((data, indices, indptr), shape=(len(tokens), len(t.vocabulary_)),
-                         copy=False)
-    out.has_sorted_indices = True
+    out = _new_csr(_sparse_type(), data, indices, indptr, (len(tokens), len(t.vocabulary_)))
     if len(X) == 1:
         return [out]
-    return _split_csr(out, np.cumsum([0, *map(len, X)]))
+    return _csr_blocks(out, np.cumsum([0, *map(len, X)]))
 
 
 class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
@@ -479,7 +533,8 @@ class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             and edge features are the very objects of ``X``.  For a single
             table ``X``, the transformer's output as it is.
         """
-        check_is_fitted(self)
+        if "transformer_" not in self.__dict__:
+            check_is_fitted(self)
         if _is_tabular(X):
             return self.transformer_.transform(X)
         fast = _transform_dicts_fast(self.transformer_, X)

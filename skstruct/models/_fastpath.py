@@ -55,6 +55,48 @@ def _decode_serial(node_offsets, xdata, xind, xptr, W, P, out):
 
 
 @jit
+def _check_rows(data, indices, indptr, ip, base, m, n_features, xptr, x0):
+    """Check the ``m`` rows of one CSR sample, whose row pointers (from 0) are
+    ``indptr[ip:ip + m + 1]`` and entries ``data[base:]``, ``indices[base:]``, and write
+    their global row pointers into ``xptr[x0 + 1:x0 + m + 1]``; False at the first
+    malformed row pointer, column out of range or not strictly increasing in its row,
+    stored zero, NaN or value above ``MAX_FEATURE``."""
+    if indptr[ip] != 0:
+        return False
+    for r in range(m):
+        a = indptr[ip + r]
+        b = indptr[ip + r + 1]
+        if b < a:
+            return False
+        prev = -1
+        for p in range(base + a, base + b):
+            j = indices[p]
+            x = data[p]
+            if j <= prev or j >= n_features or x == 0.0 or not abs(x) <= MAX_FEATURE:
+                return False
+            prev = j
+        xptr[x0 + r + 1] = base + b
+    return True
+
+
+@jit
+def csr_one_labels(data, indices, indptr, n_features, W, P):
+    """:func:`csr_chain_labels` of one sample given as its own CSR arrays: returns
+    ``(status, labels)``."""
+    m = indptr.shape[0] - 1
+    out = np.zeros(m, np.int64)
+    xptr = np.empty(m + 1, np.int64)
+    xptr[0] = 0
+    if indptr[m] != data.shape[0] or not _check_rows(data, indices, indptr, 0, 0, m,
+                                                     n_features, xptr, 0):
+        return 0, out
+    node_offsets = np.zeros(2, np.int64)
+    node_offsets[1] = m
+    _decode_serial(node_offsets, data, indices, xptr, W, P, out)
+    return OK, out
+
+
+@jit
 def csr_chain_labels(data, indices, indptr, node_offsets, nnz_offsets, n_features, W, P,
                      decode, xptr, out):
     """Check the CSR blocks of chain samples, concatenated, and decode them.
@@ -74,21 +116,9 @@ def csr_chain_labels(data, indices, indptr, node_offsets, nnz_offsets, n_feature
         m = node_offsets[s + 1] - n0
         base = nnz_offsets[s]
         ip = n0 + s
-        if indptr[ip] != 0 or indptr[ip + m] != nnz_offsets[s + 1] - base:
+        if indptr[ip + m] != nnz_offsets[s + 1] - base or not _check_rows(
+                data, indices, indptr, ip, base, m, n_features, xptr, n0):
             return s
-        for r in range(m):
-            a = indptr[ip + r]
-            b = indptr[ip + r + 1]
-            if b < a:
-                return s
-            prev = -1
-            for p in range(base + a, base + b):
-                j = indices[p]
-                x = data[p]
-                if j <= prev or j >= n_features or x == 0.0 or not abs(x) <= MAX_FEATURE:
-                    return s
-                prev = j
-            xptr[n0 + r + 1] = base + b
     if decode:
         _decode_serial(node_offsets, data, indices, xptr, W, P, out)
     return OK
@@ -135,7 +165,7 @@ def _chunks(node_offsets, n_chunks):
 
 def _offsets(counts):
     offsets = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(counts, out=offsets[1:])
+    np.cumsum(np.array(counts, np.int64), out=offsets[1:])
     return offsets
 
 
@@ -156,10 +186,7 @@ def _csr_stack(X, n_features):
         ptrs.append(p)
         rows.append(n)
     nnz = _offsets([d.shape[0] for d in datas])
-    if len(X) == 1:
-        data, ind, ptr = datas[0], inds[0], ptrs[0]
-    else:
-        data, ind, ptr = np.concatenate(datas), np.concatenate(inds), np.concatenate(ptrs)
+    data, ind, ptr = np.concatenate(datas), np.concatenate(inds), np.concatenate(ptrs)
     return (data, ind.astype(np.int32, copy=False), ptr.astype(np.int64, copy=False),
             _offsets(rows), nnz)
 
@@ -176,6 +203,12 @@ def _dense_stack(X, n_features):
 _CSR = ()
 
 
+def _threads():
+    import numba
+
+    return numba.get_num_threads()
+
+
 def _csr_types():
     global _CSR
     if not _CSR:
@@ -190,8 +223,6 @@ def chain_predict(model, X, W, P):
     (a list of CSR float64 matrices, or of float64 arrays) at weights ``W`` (F, K) and
     ``P`` (1, K, K): the list of label arrays the general path returns, or None when
     the general path must answer (another model or input, or input it refuses)."""
-    import numba
-
     from ._models import ChainModel
 
     if (type(model) is not ChainModel or model.bias or model.start_end
@@ -206,7 +237,7 @@ def chain_predict(model, X, W, P):
     W = np.ascontiguousarray(W)
     P0 = np.ascontiguousarray(P[0])
     _csr_types()
-    parallel = len(X) > 1 and numba.get_num_threads() > 1
+    parallel = len(X) > 1 and _threads() > 1
     if type(X[0]) is np.ndarray:
         stacked = _dense_stack(X, F)
         if stacked is None:
@@ -221,6 +252,20 @@ def chain_predict(model, X, W, P):
         out = np.empty(N, np.int64)
         status = dense_chain_labels(A, node_offsets, store_all, W, P0, not parallel, xdata,
                                     xind, xptr, out)
+    elif len(X) == 1:
+        f = X[0]
+        if type(f) not in _CSR:
+            return None
+        d, i, p = f.data, f.indices, f.indptr
+        n, F1 = f.shape
+        if (F1 != F or d.dtype != np.float64 or d.ndim != 1 or i.ndim != 1
+                or i.shape[0] != d.shape[0] or p.ndim != 1 or p.shape[0] != n + 1
+                or i.dtype.kind not in "iu" or p.dtype.kind not in "iu"):
+            return None
+        status, out = csr_one_labels(d, i, p, F, W, P0)
+        if status != OK:
+            return None
+        return [classes[out]]
     else:
         stacked = _csr_stack(X, F)
         if stacked is None:
