@@ -223,6 +223,7 @@ def _vectorize_dicts(transformer, dicts, fitting):
 _TABLES = weakref.WeakKeyDictionary()
 # the code of a (feature, value) pair the table does not hold
 _MISS = -2
+_OTHER = -3
 _VALUE_TYPES = frozenset({str, bool, int, float})
 _NUMBER_TYPES = (bool, int, float)
 _INT32_MAX = 2 ** 31 - 1
@@ -230,12 +231,17 @@ _NO_VALUES = np.zeros(0)
 
 
 class _Codes(dict):
-    """``(feature, value) -> column`` (-1: no entry); a pair it does not hold is
-    :data:`_MISS`, so that ``map(table.__getitem__, items)`` runs without a Python call
-    per item."""
+    """``(feature, value) -> column`` (-1: no entry), read by ``map(table.__getitem__,
+    items)`` without a Python call per item found.  A pair it does not hold is a string
+    feature never seen in ``fit`` (-1: the table holds every pair whose name is in the
+    vocabulary), :data:`_MISS` for a number (coded where its value is known), or
+    :data:`_OTHER` for a key that is not a string (the general path codes it)."""
 
     def __missing__(self, key):
-        return _MISS
+        f, v = key
+        if type(f) is not str:
+            return _OTHER
+        return -1 if type(v) is str else _MISS
 
 
 def _pair_table(t):
@@ -344,24 +350,21 @@ def _transform_dicts_fast(t, X):
         return None
     codes = list(map(table.__getitem__, chain.from_iterable(map(dict.items, tokens))))
     values = _NO_VALUES
+    if _OTHER in codes:
+        return None
     if _MISS in codes:
         values = np.ones(len(codes))
-        vocab, sep = t.vocabulary_, t.separator
+        vocab = t.vocabulary_
         ends = list(accumulate(lengths.tolist()))
         p = codes.index(_MISS)
         while True:
             tok = bisect_right(ends, p)
             k = p - (ends[tok] - len(tokens[tok]))
             f, v = next(islice(tokens[tok].items(), k, None))
-            if type(f) is not str:
-                return None
-            if type(v) is str:
-                j = vocab.get(f"{f}{sep}{v}")
-            else:
-                j = vocab.get(f)
-                if j is not None and v == 0:
-                    j = None
-                values[p] = v
+            j = vocab.get(f)
+            if j is not None and v == 0:
+                j = None
+            values[p] = v
             codes[p] = -1 if j is None else j
             try:
                 p = codes.index(_MISS, p + 1)
