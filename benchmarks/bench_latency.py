@@ -197,7 +197,10 @@ def _crfsuite(ftr, ytr, fte, iters, rounds):
 
 def train(quick, data):
     """The fitted cases, and crfsuite's figures."""
+    import warnings
+
     import numpy as np
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.feature_extraction import DictVectorizer
     from sklearn.pipeline import make_pipeline
 
@@ -206,6 +209,8 @@ def train(quick, data):
     from skstruct.models import ChainModel, GraphModel
     from skstruct.preprocessing import NodeTransformer
 
+    # the fits are stopped at fixed budgets: prediction's cost does not depend on them
+    warnings.filterwarnings("ignore", category=ConvergenceWarning)
     n_train, n_test = (300, 60) if quick else (3000, 600)
     crf_iter = 10 if quick else 50
     train_ = load_conll(os.path.join(data, "train.txt"))
