@@ -279,6 +279,11 @@ class StructuredEstimatorMixin(KeywordOnly):
     def _predict_iter(self):
         return 100
 
+    def __sklearn_is_fitted__(self):
+        # what predict reads; sklearn's default scans every attribute for a trailing
+        # underscore, at each predict of a Pipeline
+        return hasattr(self, "coef_")
+
     def _fast_chains(self):
         """Whether ``predict`` decodes the fitted model's own scores, so that chain
         samples may take the single compiled call of ``skstruct.models._fastpath``."""
