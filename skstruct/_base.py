@@ -279,6 +279,30 @@ class StructuredEstimatorMixin(KeywordOnly):
     def _predict_iter(self):
         return 100
 
+    def __sklearn_is_fitted__(self):
+        # what predict reads; sklearn's default scans every attribute for a trailing
+        # underscore, at each predict of a Pipeline
+        return hasattr(self, "coef_")
+
+    def _fast_chains(self):
+        """Whether ``predict`` decodes the fitted model's own scores, so that chain
+        samples may take the single compiled call of ``skstruct.models._fastpath``."""
+        return False
+
+    def _predict_chains(self, X):
+        """:meth:`predict` of chain samples in one compiled call (validation, packing
+        and Viterbi), or None where the general path must answer: another model or
+        input, input it refuses (its error names the sample), or an unfitted
+        estimator."""
+        if "coef_" not in self.__dict__ or not self._fast_chains():
+            return None
+        from .models._fastpath import chain_predict
+
+        if self.n_jobs is None:
+            return chain_predict(self.model_, X, *self._weights())
+        with n_threads(self.n_jobs):
+            return chain_predict(self.model_, X, *self._weights())
+
     def predict(self, X, *, clamp=None, forbidden=None):
         """Most likely labelling of every sample (MAP; TRW-S on loopy graphs).
 
@@ -310,6 +334,10 @@ class StructuredEstimatorMixin(KeywordOnly):
         if _is_bag(X):
             return bag_operation("map_predict")(self, X, "predict", clamp=clamp,
                                                 forbidden=forbidden)
+        if clamp is None and forbidden is None:
+            fast = self._predict_chains(X)
+            if fast is not None:
+                return fast
         check_is_fitted(self, "coef_")
         if clamp is not None or forbidden is not None:
             from ._decoding import constrained_map

@@ -901,6 +901,9 @@ class CRF(StructuredEstimatorMixin, BaseEstimator):
         """Whether prediction decodes other potentials than the CRF's own."""
         return False
 
+    def _fast_chains(self):
+        return not self._projected()
+
     def _scores(self, X, made=None):
         """The design, packed ``X`` and the potentials prediction decodes, as
         :class:`Scores` (``made``: the design and packed ``X`` if already made)."""

@@ -618,6 +618,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     def _predict_iter(self):
         return max(50, 5 * self.inference_iter)
 
+    def _fast_chains(self):
+        return True
+
     def __getstate__(self):
         state = self.__dict__.copy()
         # the solver state (dual blocks, scratch) is only needed for warm starts

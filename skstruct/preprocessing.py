@@ -1,5 +1,9 @@
 """Apply an ordinary scikit-learn transformer to the nodes of structured samples."""
 
+import weakref
+from bisect import bisect_right
+from itertools import accumulate, chain, islice
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
@@ -214,6 +218,171 @@ def _vectorize_dicts(transformer, dicts, fitting):
     return _align_api_if_sparse(X)
 
 
+# the (feature, value) -> column tables of fitted DictVectorizers, built on first use and
+# dropped with the vectoriser (nothing is stored on the estimators, nor pickled)
+_TABLES = weakref.WeakKeyDictionary()
+# the code of a (feature, value) pair the table does not hold
+_MISS = -2
+_OTHER = -3
+_VALUE_TYPES = frozenset({str, bool, int, float})
+_NUMBER_TYPES = (bool, int, float)
+_INT32_MAX = 2 ** 31 - 1
+_NO_VALUES = np.zeros(0)
+
+
+class _Codes(dict):
+    """``(feature, value) -> column`` (-1: no entry), read by ``map(table.__getitem__,
+    items)`` without a Python call per item found.  A pair it does not hold is a string
+    feature never seen in ``fit`` (-1: the table holds every pair whose name is in the
+    vocabulary), :data:`_MISS` for a number (coded where its value is known), or
+    :data:`_OTHER` for a key that is not a string (the general path codes it)."""
+
+    def __missing__(self, key):
+        f, v = key
+        if type(f) is not str:
+            return _OTHER
+        return -1 if type(v) is str else _MISS
+
+
+def _pair_table(t):
+    """The :class:`_Codes` of a fitted ``DictVectorizer`` ``t``, so that a token's items
+    are coded by one dict look-up each, with no name to build: every way to cut a
+    vocabulary name ``f + separator + v`` into a string feature and its value, and
+    ``(name, True)`` (column) and ``(name, False)`` (-1: no entry) for the names without
+    a separator, which numbers and booleans use.  What it does not hold is coded as
+    :func:`_vectorize_dicts` codes it."""
+    vocab, sep = t.vocabulary_, t.separator
+    entry = _TABLES.get(t)
+    if entry is not None and entry[0] is vocab and entry[1] == len(vocab) and entry[2] == sep:
+        return entry[3]
+    table = _Codes()
+    prefixes = {}
+    n = len(sep)
+    for name, j in vocab.items():
+        if not isinstance(name, str):
+            continue
+        j = int(j)
+        i = name.find(sep)
+        if i < 0:
+            table[(name, True)] = j
+            table[(name, False)] = -1
+        while i >= 0:
+            # one string object per feature prefix: the names share few of them
+            f = prefixes.setdefault(name[:i], name[:i])
+            table[(f, name[i + n:])] = j
+            i = name.find(sep, i + 1)
+    _TABLES[t] = (vocab, len(vocab), sep, table)
+    return table
+
+
+def _sparse_type():
+    """The sparse class sklearn's configuration makes transformers return."""
+    try:
+        from sklearn.utils import _align_api_if_sparse  # noqa: F401
+    except ImportError:     # sklearn < 1.8 returns sparse matrices
+        return sp.csr_matrix
+    from sklearn import get_config
+
+    return sp.csr_array if get_config().get("sparse_interface") == "sparray" else sp.csr_matrix
+
+
+# per CSR class, the attributes of a valid matrix other than its arrays and shape
+_CSR_STATE = {}
+_CSR_ARRAYS = ("_shape", "data", "indices", "indptr")
+
+
+def _new_csr(cls, data, indices, indptr, shape):
+    """``cls((data, indices, indptr), shape=shape)`` for arrays already known to form a
+    canonical CSR matrix (sorted indices): scipy's constructor checks them again, which
+    costs more than the rest of a one-sentence transform.  The first matrix of a class
+    is made by the constructor, and lends its other attributes to the next ones."""
+    state = _CSR_STATE.get(cls)
+    if state is None or indices.dtype != np.int32 or indptr.dtype != np.int32:
+        m = cls((data, indices, indptr), shape=shape, copy=False)
+        m.has_sorted_indices = True
+        if (set(m.__dict__) <= {*_CSR_ARRAYS, "maxprint", "_has_sorted_indices"}
+                and m.shape == shape and m.indices.dtype == indices.dtype
+                and m.indptr.dtype == indptr.dtype and m.data.dtype == data.dtype):
+            _CSR_STATE[cls] = {k: v for k, v in m.__dict__.items() if k not in _CSR_ARRAYS}
+        return m
+    m = cls.__new__(cls)
+    m.__dict__.update(state)
+    m.data, m.indices, m.indptr, m._shape = data, indices, indptr, shape
+    return m
+
+
+def _csr_blocks(out, offsets):
+    """:func:`_split_csr` of a canonical CSR matrix, each block made by :func:`_new_csr`."""
+    data, indices, indptr = out.data, out.indices, out.indptr
+    cls = type(out)
+    n_cols = out.shape[1]
+    bounds = offsets.tolist()
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        p0, p1 = indptr[lo], indptr[hi]
+        parts.append(_new_csr(cls, data[p0:p1], indices[p0:p1], indptr[lo:hi + 1] - p0,
+                              (hi - lo, n_cols)))
+    return parts
+
+
+def _transform_dicts_fast(t, X):
+    """:meth:`NodeTransformer.transform` of chains of feature dicts by a fitted
+    ``DictVectorizer`` (sparse, float64): the same list of CSR blocks, from one dict
+    look-up per item and one compiled pass, or None when the general path must answer
+    (other input, types or transformers; items sharing a column)."""
+    from sklearn.feature_extraction import DictVectorizer
+
+    if (type(t) is not DictVectorizer or not t.sparse or t.dtype not in (np.float64, float)
+            or type(X) is not list or not X or not isinstance(t.separator, str)
+            or not t.separator or not hasattr(t, "vocabulary_")):
+        return None
+    if set(map(type, X)) != {list}:
+        return None
+    tokens = list(chain.from_iterable(X))
+    # (the keys are checked where the table misses: a hit's key equals a string)
+    if (not tokens or set(map(type, tokens)) != {dict}
+            or not set(map(type, chain.from_iterable(map(dict.values, tokens))))
+            <= _VALUE_TYPES):
+        return None
+    table = _pair_table(t)
+    lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
+    if int(lengths.sum()) >= _INT32_MAX:
+        return None
+    codes = list(map(table.__getitem__, chain.from_iterable(map(dict.items, tokens))))
+    values = _NO_VALUES
+    if _OTHER in codes:
+        return None
+    if _MISS in codes:
+        values = np.ones(len(codes))
+        vocab = t.vocabulary_
+        ends = list(accumulate(lengths.tolist()))
+        p = codes.index(_MISS)
+        while True:
+            tok = bisect_right(ends, p)
+            k = p - (ends[tok] - len(tokens[tok]))
+            f, v = next(islice(tokens[tok].items(), k, None))
+            j = vocab.get(f)
+            if j is not None and v == 0:
+                j = None
+            values[p] = v
+            codes[p] = -1 if j is None else j
+            try:
+                p = codes.index(_MISS, p + 1)
+            except ValueError:
+                break
+    from ._core._rows import coded_rows
+
+    # (int32 row pointers, as _vectorize_dicts gives below 2 ** 31 entries)
+    indptr = np.empty(len(tokens) + 1, np.int32)
+    indices, data, status = coded_rows(np.array(codes, np.int64), values, lengths, indptr)
+    if status != -1:
+        return None
+    out = _new_csr(_sparse_type(), data, indices, indptr, (len(tokens), len(t.vocabulary_)))
+    if len(X) == 1:
+        return [out]
+    return _csr_blocks(out, np.cumsum([0, *map(len, X)]))
+
+
 class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Fit and apply a transformer to the nodes of all samples together.
 
@@ -367,9 +536,13 @@ class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             and edge features are the very objects of ``X``.  For a single
             table ``X``, the transformer's output as it is.
         """
-        check_is_fitted(self)
+        if "transformer_" not in self.__dict__:
+            check_is_fitted(self)
         if _is_tabular(X):
             return self.transformer_.transform(X)
+        fast = _transform_dicts_fast(self.transformer_, X)
+        if fast is not None:
+            return fast
         nodes, graph = _unpack(X)
         stacked, offsets = _stack(nodes)
         if offsets[-1] == 0:
