@@ -138,8 +138,12 @@ def _perceptron(kind):
 
 def _crf(solver, kind):
     from skstruct import CRF
+    from skstruct.models import MultiLabelModel
 
     def make(model):
+        if isinstance(model, MultiLabelModel):
+            # the likelihood needs exact marginals: a tree over the labels
+            model = MultiLabelModel(edges="tree")
         return CRF(model="auto" if model is None else model, solver=solver, max_iter=2,
                    random_state=0)
     return _fit_predict(make, kind)
@@ -192,9 +196,9 @@ def _targets():
                 out.append(Target("StructuredSVM", solver, kind, _ssvm(solver, kind)))
     for kind in KINDS:
         out.append(Target("StructuredPerceptron", "perceptron", kind, _perceptron(kind)))
-    # the likelihood needs exact marginals: chains, trees (also with edge features);
-    # CRFsuite's online trainers are for chains
-    for kind in ("chain", "tree", "edge_features"):
+    # the likelihood needs exact marginals: chains and trees (also with edge features, and
+    # a tree over the labels); CRFsuite's online trainers are for chains
+    for kind in ("chain", "tree", "edge_features", "multilabel"):
         out.append(Target("CRF", "lbfgs", kind, _crf("lbfgs", kind)))
     for solver in CRF_SOLVERS[1:]:
         out.append(Target("CRF", solver, "chain", _crf(solver, "chain")))
