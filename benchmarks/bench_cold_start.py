@@ -202,7 +202,10 @@ def main():
     names = ["demo"] + list(cells_mod.TARGETS)
     if args.cells:
         want = [c for c in args.cells if c != "demo"]
-        chosen = [t.name for t in cells_mod.select(want)] if want else []
+        try:
+            chosen = [t.name for t in cells_mod.select(want)] if want else []
+        except ValueError as exc:
+            ap.error(str(exc))
         names = (["demo"] if "demo" in args.cells else []) + chosen
     if args.list:
         print("\n".join(names))
