@@ -1,4 +1,4 @@
-"""Command line: ``python -m skstruct demo``."""
+"""Command line: ``python -m skstruct demo`` and ``python -m skstruct compile``."""
 
 import argparse
 import sys
@@ -71,6 +71,79 @@ def demo(args):
     return 0
 
 
+class _CompileLog:
+    """numba's compile events of the top-level kernels (a kernel's callees are compiled
+    inside its own event), with their wall times."""
+
+    def __init__(self):
+        from numba.core import event
+
+        self.times = {}
+        self._stack = []
+        listener = self
+
+        class Listener(event.Listener):
+            def on_start(self, ev):
+                listener._stack.append(time.perf_counter())
+
+            def on_end(self, ev):
+                t = time.perf_counter() - listener._stack.pop()
+                if not listener._stack:
+                    f = ev.data["dispatcher"].py_func
+                    name = f"{f.__module__}.{f.__qualname__}".removeprefix("skstruct.")
+                    listener.times[name] = listener.times.get(name, 0.0) + t
+
+        event.register("numba:compile", Listener())
+
+    def take(self):
+        out, self.times = self.times, {}
+        return out
+
+
+def compile_cache(args):
+    """Compile the kernels of the chosen targets (all by default) into numba's disk cache
+    by running each target's tiny fit and prediction."""
+    from ._warmup import TARGETS, select
+
+    if args.list:
+        width = max(map(len, TARGETS))
+        for t in TARGETS.values():
+            print(f"{t.name:<{width}}  ({t.estimator}, solver {t.solver}, {t.kind})")
+        return 0
+    try:
+        targets = select(args.names)
+    except ValueError as exc:
+        print(f"python -m skstruct compile: {exc}", file=sys.stderr)
+        return 2
+    import numba
+
+    log = _CompileLog()
+    cache = numba.config.CACHE_DIR or "next to the package's source files"
+    print(f"compiling {len(targets)} target(s) into the cache ({cache})", flush=True)
+    t_all = time.perf_counter()
+    failed = []
+    for t in targets:
+        t0 = time.perf_counter()
+        try:
+            t.run()
+        except Exception as exc:  # report the others too, fail at the end
+            failed.append(t.name)
+            print(f"{t.name}: FAILED ({type(exc).__name__}: {exc})", flush=True)
+            continue
+        kernels = log.take()
+        top = sorted(kernels.items(), key=lambda kv: -kv[1])[:args.top]
+        line = (f"{t.name}: {time.perf_counter() - t0:.1f} s, {len(kernels)} kernel(s) "
+                f"compiled")
+        if top:
+            line += " (" + ", ".join(f"{k} {v:.1f} s" for k, v in top) + ")"
+        print(line, flush=True)
+    print(f"done in {time.perf_counter() - t_all:.1f} s", flush=True)
+    if failed:
+        print(f"{len(failed)} target(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m skstruct")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -79,7 +152,17 @@ def main(argv=None):
                    help="training fold; the other nine are the test set (default: 1)")
     p.add_argument("--passes", type=int, default=50,
                    help="passes of the solver over the training words (default: 50)")
+    p = sub.add_parser("compile", help="fill the compile cache: tiny fits of every estimator, "
+                       "solver and kind of model, or of the targets named")
+    p.add_argument("names", nargs="*",
+                   help="targets to compile: full names (see --list) or parts of them, such as "
+                   "CRF, one_slack, loopy or StructuredSVM/bcfw (default: all)")
+    p.add_argument("--list", action="store_true", help="list the targets and exit")
+    p.add_argument("--top", type=int, default=3,
+                   help="kernels to name per target, the slowest to compile (default: 3)")
     args = parser.parse_args(argv)
+    if args.command == "compile":
+        return compile_cache(args)
     if args.passes < 1:
         parser.error("--passes must be at least 1")
     return demo(args)

@@ -32,7 +32,7 @@ LAYERS = {
     "distributed": 5,
     # reads fitted estimators' weights
     "inspection": 5,
-    "__init__": 6, "__main__": 6, "_persist": 6,
+    "__init__": 6, "__main__": 6, "_persist": 6, "_warmup": 6,
     # drop-in interfaces of other libraries, over the estimators
     "compat": 6,
 }

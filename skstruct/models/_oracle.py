@@ -134,6 +134,11 @@ def decode(D, s, Ua, pair, msgs, bp, lab, work):
     if kind == EXACT:
         return exact_map_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, work.node_lab[:n1 - n0],
                              lab)
+    if msgs is None:
+        # a design decoded by the three decoders above only has no message array
+        # (``scratch``): numba then prunes this branch when it compiles the kernel, and
+        # the decoders below, with their far larger code, are not compiled at all
+        return 0.0
     if kind == GRAPHCUT:
         # exact on any graph: the learner keeps the tables supermodular
         return graphcut_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab)
@@ -394,6 +399,9 @@ def oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work):
         for v in range(n0, n1):
             lab[v] = own[v - n0]
         return ell, hinge, n_trip
+    if msgs is None:
+        # never reached: the LP corner's designs carry messages (see ``decode``)
+        return 0.0, 0.0, 0
     # LP relaxation of the loss-augmented problem: its dual bound and subgradient.
     # Only the subgradient solver uses this corner; ``ell`` is not a tight loss here
     _augment(n0, n1, U, y, lw, D.lgroup, Ua)

@@ -2,51 +2,35 @@
 
 
 import numpy as np
-from numba import prange
 
 from .._core import n_chunks
-from .._core._jit import pjit
 from ._chain import chain_pass, is_plain_chain
-from ._kernels import _tables, node_scores
-from ._oracle import decode, make_work
+from ._oracle import SURROGATES, hinge_pass
 from ._scratch import check_cuttable, scratch
-
-
-@pjit
-def _predict_kernel(D, W, P, sc, max_nodes, max_edges, chunks):
-    """MAP labels of every sample into ``sc.lab`` (``sc`` an :class:`OracleScratch`)."""
-    # the arrays are taken out of the named tuple before the parallel loop, which would
-    # lose writes made through its fields
-    U, PE, msgs, bp, lab, belief, up = sc.U, sc.PE, sc.msgs, sc.bp, sc.lab, sc.belief, sc.up
-    K = U.shape[1]
-    for c in prange(chunks.shape[0] - 1):
-        work = make_work(K, max_nodes, max_edges, belief, up)
-        for s in range(chunks[c], chunks[c + 1]):
-            n0 = D.node_offsets[s]
-            n1 = D.node_offsets[s + 1]
-            node_scores(D, n0, n1, W, 1.0, U)
-            pair = _tables(D, s, P, PE)
-            decode(D, s, U, pair, msgs, bp, lab, work)
 
 
 def predict_labels(design, W, P, trws_iter):
     """MAP labels (N,) of every node of ``design`` under weights ``W``, ``P``."""
     check_cuttable(design, P)
     P = design.tables(P)
-    y0 = np.zeros(design.batch.n_nodes, np.int64)
-    D = design.args(y0, np.ones(design.batch.n_nodes), trws_iter)
+    N, S = design.batch.n_nodes, design.batch.n_samples
+    y0 = np.zeros(N, np.int64)
+    # no loss weights: the loss-augmented scores are the scores themselves
+    D = design.args(y0, np.zeros(N), trws_iter)
+    chunks = design.batch.chunks(n_chunks())
     if is_plain_chain(design):
         # the commonest case has a small kernel of its own, so that a first fit on chains
         # does not wait for the general one to compile
-        N, S = design.batch.n_nodes, design.batch.n_samples
         out = np.zeros(N, np.int64)
         chain_pass(D.node_offsets, D.xdata, D.xind, D.xptr, D.xrow, D.xoff, y0, np.zeros(N),
                    np.ascontiguousarray(W), np.ascontiguousarray(P[0]), design.max_nodes,
-                   design.batch.chunks(n_chunks()), np.zeros(S), np.zeros(S), out)
+                   chunks, np.zeros(S), np.zeros(S), out)
         return out
-    sc = scratch(design, decode_only=True)
-    _predict_kernel(D, np.ascontiguousarray(W), np.ascontiguousarray(P), sc, design.max_nodes,
-                    design.max_edges, design.batch.chunks(n_chunks()))
+    # the learners' oracle kernel decodes, with nothing added to the scores: a fit and its
+    # predictions then compile one kernel holding the decoders, not two
+    sc = scratch(design)
+    hinge_pass(D, SURROGATES["margin"], 1.0, np.ascontiguousarray(W), np.ascontiguousarray(P),
+               sc, design.max_nodes, design.max_edges, chunks, np.zeros(S), np.zeros(S))
     return sc.lab
 
 

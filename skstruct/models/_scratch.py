@@ -5,8 +5,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._core._decoders import GRAPHCUT
+from .._core._decoders import CHAIN, EXACT, GRAPHCUT, TREE
 from ._submodular import supermodular_violation
+
+# the decoders ``decode`` (skstruct/models/_oracle.py) compiles without the others
+COMMON_DECODERS = (CHAIN, TREE, EXACT)
 
 
 class OracleScratch(NamedTuple):
@@ -16,7 +19,8 @@ class OracleScratch(NamedTuple):
     U: np.ndarray          # (N, K) node scores
     Ua: np.ndarray         # (N, K) loss-augmented node scores
     PE: np.ndarray         # (E, K, K) per-edge tables ((1, K, K) when tied)
-    msgs: np.ndarray       # (2 E, K) TRW-S / MPLP messages, warm-started across calls
+    msgs: np.ndarray       # (2 E, K) TRW-S / MPLP messages, warm-started across calls;
+    #                        None when every sample is a chain, a forest or enumerated
     bp: np.ndarray         # (N, K) Viterbi backpointers
     lab: np.ndarray        # (N,) int64 labels decoded
     Sc: np.ndarray         # (N, Kp) a corner's node coefficients
@@ -30,7 +34,10 @@ def scratch(design, decode_only=False):
 
     Arrays a kernel will not touch for this design are allocated with one row
     (message arrays without TRW-S or MPLP samples, tree beliefs without tree
-    samples, the learner's arrays when only decoding).
+    samples, the learner's arrays when only decoding).  When every sample is
+    decoded by Viterbi, tree max-sum or enumeration, ``msgs`` is None: the kernels
+    compiled for that type leave the other decoders out, which shortens a first
+    fit's compilation by their share.
     """
     b = design.batch
     K = design.n_classes
@@ -42,7 +49,8 @@ def scratch(design, decode_only=False):
     return OracleScratch(
         U=np.zeros((N, K)), Ua=np.zeros((nl, K)),
         PE=np.zeros((1, K, K)) if design.tied else np.zeros((E, K, K)),
-        msgs=np.zeros((2 * E if need_msgs else 1, K)),
+        msgs=(None if np.isin(design.kind, COMMON_DECODERS).all()
+              else np.zeros((2 * E if need_msgs else 1, K))),
         bp=np.zeros((N, K), np.uint8 if K <= 256 else np.int64), lab=np.zeros(N, np.int64),
         Sc=np.zeros((nl, design.n_columns)),
         belief=np.zeros((N if need_tree else 1, K)), up=np.zeros((N if need_tree else 1, K)))

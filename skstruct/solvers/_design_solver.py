@@ -111,7 +111,8 @@ class DesignSolver:
             return hinge, ell
         with n_threads(self.n_jobs):
             hinge_pass(self.D, self.code, 1.0, W, d.tables(P),
-                       sc._replace(msgs=sc.msgs.copy(), lab=sc.lab.copy()), d.max_nodes,
+                       sc._replace(msgs=None if sc.msgs is None else sc.msgs.copy(),
+                                   lab=sc.lab.copy()), d.max_nodes,
                        d.max_edges, d.batch.chunks(n_chunks()), hinge, ell)
         return hinge, ell
 

@@ -13,7 +13,7 @@ from skstruct._core import n_chunks
 from skstruct.models import ChainModel, GraphModel, MultiLabelModel
 from skstruct.models._chain import chain_pass, is_plain_chain
 from skstruct.models._oracle import SURROGATES, hinge_pass
-from skstruct.models._predict import _predict_kernel, predict_labels, scratch
+from skstruct.models._predict import predict_labels, scratch
 
 
 def _chains(rng, n_features, K, lengths, sparse=False):
@@ -55,11 +55,12 @@ def test_chain_kernel_matches_general(sparse, bias):
     np.testing.assert_array_equal(lab, sc.lab)
     assert np.all(hinge >= 0) and hinge.max() > 0
 
-    # prediction: the plain path against the general decoder
+    # prediction: the plain path against the general decoder (no loss added)
     pred = predict_labels(d, W, P, 10)
-    sc = scratch(d, decode_only=True)
-    D0 = d.args(np.zeros(N, np.int64), np.ones(N), 10)
-    _predict_kernel(D0, W, P, sc, d.max_nodes, d.max_edges, chunks)
+    sc = scratch(d)
+    D0 = d.args(np.zeros(N, np.int64), np.zeros(N), 10)
+    hinge_pass(D0, SURROGATES["margin"], 1.0, W, P, sc, d.max_nodes, d.max_edges, chunks,
+               np.zeros(S), np.zeros(S))
     np.testing.assert_array_equal(pred, sc.lab)
 
 

@@ -1,0 +1,91 @@
+"""Designs decoded only by Viterbi, tree max-sum or enumeration run kernels compiled without
+the other decoders (their scratch has no message array); those kernels answer exactly as the
+general ones."""
+
+import numpy as np
+import pytest
+
+from skstruct._core._decoders import CHAIN, EXACT, GRAPHCUT, TREE, TRWS
+from skstruct.models import ChainModel, GraphModel, MultiLabelModel
+from skstruct.models._oracle import SURROGATES, hinge_pass
+from skstruct.models._predict import predict_labels
+from skstruct.models._scratch import scratch
+
+TREE_EDGES = np.array([[0, 1], [0, 2], [2, 3]])
+GRID_EDGES = np.array([[0, 1], [1, 3], [3, 2], [2, 0]])
+
+
+def _graphs(edges, n, K, seed):
+    rng = np.random.default_rng(seed)
+    X = [(rng.normal(size=(n, 3)), edges) for _ in range(3)]
+    y = [rng.integers(0, K, n) for _ in range(3)]
+    y[0][:K] = np.arange(K)
+    return X, y
+
+
+def _design(kind):
+    rng = np.random.default_rng(0)
+    if kind == "chain":
+        X = [rng.normal(size=(n, 3)) for n in (2, 4, 3)]
+        y = [np.arange(n) % 3 for n in (2, 4, 3)]
+        model = ChainModel()
+    elif kind == "multilabel":
+        X = rng.normal(size=(5, 3))
+        y = (rng.normal(size=(5, 3)) > 0).astype(int)
+        y[0], y[1] = 0, 1
+        model = MultiLabelModel(edges="full")
+    elif kind == "tree":
+        (X, y), model = _graphs(TREE_EDGES, 4, 3, 1), GraphModel()
+    elif kind == "loopy":
+        (X, y), model = _graphs(GRID_EDGES, 4, 3, 2), GraphModel(inference_method="trws")
+    else:
+        (X, y), model = _graphs(GRID_EDGES, 4, 2, 3), GraphModel(submodular=True,
+                                                              inference_method="graphcut")
+    model.fit(X, y)
+    design, _ = model.design(X, y)
+    return design
+
+
+@pytest.mark.parametrize("kind, decoders, common", [
+    ("chain", {CHAIN}, True), ("tree", {TREE}, True), ("multilabel", {EXACT}, True),
+    ("loopy", {TRWS}, False), ("graphcut", {GRAPHCUT}, False)])
+def test_scratch_has_messages_only_for_the_other_decoders(kind, decoders, common):
+    design = _design(kind)
+    assert set(design.kind.tolist()) == decoders
+    assert (scratch(design).msgs is None) == common
+    assert (scratch(design, decode_only=True).msgs is None) == common
+
+
+def _hinges(design, D, W, P, surrogate, general):
+    S = design.batch.n_samples
+    sc = scratch(design)
+    assert sc.msgs is None
+    if general:
+        # a message array selects the kernel compiled with every decoder
+        sc = sc._replace(msgs=np.zeros((1, design.n_classes)))
+    hinge, ell = np.full(S, np.nan), np.full(S, np.nan)
+    hinge_pass(D, SURROGATES[surrogate], 1.0, W, P, sc, design.max_nodes, design.max_edges,
+               design.batch.chunks(2), hinge, ell)
+    return hinge, ell, sc.lab.copy()
+
+
+@pytest.mark.parametrize("kind", ["tree", "multilabel"])
+def test_kernels_without_the_other_decoders_answer_as_the_general_ones(kind):
+    design = _design(kind)
+    rng = np.random.default_rng(4)
+    W = rng.normal(size=(design.n_features_total, design.n_columns))
+    P = rng.normal(size=(design.n_edge_features, design.n_classes, design.n_classes))
+    P = np.ascontiguousarray(design.tables(P))
+    N = design.batch.n_nodes
+    D = design.args(design.y, rng.uniform(0.5, 2.0, N), 10)
+    for surrogate in ("margin", "poslearn"):
+        special = _hinges(design, D, W, P, surrogate, general=False)
+        general = _hinges(design, D, W, P, surrogate, general=True)
+        assert np.all(np.isfinite(special[0]))
+        assert special[0].max() > 0  # random weights violate some margin
+        for a, b in zip(special, general):
+            np.testing.assert_array_equal(a, b)
+    # prediction decodes in the same kernel with no loss added: the general kernel's MAP
+    D0 = design.args(np.zeros(N, np.int64), np.zeros(N), 10)
+    _, _, lab = _hinges(design, D0, W, P, "margin", general=True)
+    np.testing.assert_array_equal(predict_labels(design, W, P, 10), lab)
