@@ -58,7 +58,20 @@ from _doc import write_section
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-CONLL = os.path.join(os.path.dirname(ROOT), "shared", "data", "conll2000")
+
+
+def _conll():
+    # the data sit in shared/data beside the repository (or beside one of its parents, for a
+    # worktree checked out deeper)
+    d = ROOT
+    while True:
+        path = os.path.join(os.path.dirname(d), "shared", "data", "conll2000")
+        if os.path.isdir(path) or os.path.dirname(d) == d:
+            return path
+        d = os.path.dirname(d)
+
+
+CONLL = _conll()
 MARK = "@@bench_scaling "
 TARGET = 1.8
 THREAD_VARS = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
