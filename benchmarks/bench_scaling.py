@@ -38,9 +38,10 @@ time, more than one core was busy.
 
 The target, a speed-up of at least 1.8 on 2 threads, applies where the work is a batch of
 independent samples; each row says "met" or "not met", with the reason where it is not.
-A full run takes about 10 minutes on 2 cores once the kernels are compiled (a cold numba cache
-adds a few minutes per tree); ``--quick`` shrinks every case to a smoke test of a couple of
-minutes, whose figures mean little.  ``--write-doc`` writes the tables into
+A full run should take about 10 minutes on an idle 2-core machine once the kernels are
+compiled (a cold numba cache adds a few minutes per tree); every child process is stopped after
+``--timeout`` seconds (30 minutes by default), so the run is bounded.  ``--quick`` shrinks
+every case to a smoke test of a few minutes, whose figures mean little.  ``--write-doc`` writes the tables into
 ``doc/benchmarks.md`` (section ``bench_scaling``).  Nothing here is asserted.
 """
 
@@ -354,7 +355,7 @@ def verdict(name, speedup):
         return f"no target ({why})"
     if speedup >= TARGET:
         return "met"
-    return "not met" + (f": {why}" if why else "")
+    return "not met" + (f" (the sequential part: {why})" if why else "")
 
 
 def scaling_table(results, trees, params_of):
