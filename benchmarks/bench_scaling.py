@@ -41,8 +41,9 @@ independent samples; each row says "met" or "not met", with the reason where it 
 A full run should take about 10 minutes on an idle 2-core machine once the kernels are
 compiled (a cold numba cache adds a few minutes per tree); every child process is stopped after
 ``--timeout`` seconds (30 minutes by default), so the run is bounded.  ``--quick`` shrinks
-every case to a smoke test of a few minutes, whose figures mean little.  ``--write-doc`` writes the tables into
-``doc/benchmarks.md`` (section ``bench_scaling``).  Nothing here is asserted.
+every case to a smoke test of a few minutes, whose figures mean little.  ``--write-doc``
+writes the tables into ``doc/benchmarks.md`` (section ``bench_scaling``).  Nothing here is
+asserted.
 """
 
 import argparse
