@@ -1,5 +1,6 @@
 """What every skstruct estimator shares: models, class weights, predict, score, tags."""
 
+import functools
 import numbers
 import time
 from numbers import Integral, Real
@@ -12,6 +13,7 @@ from ._backends import bag_operation
 from ._core import n_threads
 from ._core._packing import check_sequence
 from ._core._params import Interval, InvalidParameterError, KeywordOnly
+from ._core._validation import check_n_jobs
 from .models import StructuredModel, auto_model
 
 # the range of C (and C_energy) the learners accept: beyond it the weights or the
@@ -245,13 +247,57 @@ def _refuse_latent_constraints(est):
                          "not labels")
 
 
+# the public methods of an estimator that do its work: each runs inside
+# ``n_threads(self.n_jobs)``, so that ``n_jobs`` governs every thread pool they touch
+# (the compiled kernels', BLAS's, OpenMP's), the work outside the kernels included
+THREADED = ("fit", "partial_fit", "predict", "predict_marginals", "predict_kbest", "score",
+            "predict_latent", "latent")
+
+
+def _threaded(method):
+    """``method`` run inside ``n_threads(self.n_jobs)``."""
+    if getattr(method, "_threaded", False):
+        return method
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        n_jobs = getattr(self, "n_jobs", None)
+        try:
+            check_n_jobs(n_jobs)
+        except ValueError:
+            # the method's own parameter validation names the problem
+            return method(self, *args, **kwargs)
+        with n_threads(n_jobs):
+            return method(self, *args, **kwargs)
+
+    run._threaded = True
+    return run
+
+
+def _thread_methods(cls):
+    for name in THREADED:
+        method = cls.__dict__.get(name)
+        if callable(method):
+            setattr(cls, name, _threaded(method))
+        elif callable(getattr(method, "fn", None)):
+            # a method behind scikit-learn's available_if: the function it guards
+            method.fn = _threaded(method.fn)
+
+
 class StructuredEstimatorMixin(KeywordOnly):
     """``predict``/``score``/tags for estimators with a fitted ``model_`` and weights.
 
     Subclasses provide ``_weights()`` returning ``(W (F, Kp), P (EF, K, K))``.
     A ``model_`` of the model protocol without the batched path predicts
     through its own ``inference`` with ``coef_``.
+
+    Every subclass's methods named in :data:`THREADED` run inside
+    ``n_threads(self.n_jobs)``.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _thread_methods(cls)
 
     def set_params(self, **params):
         """Set parameters; ``model__*`` ones need a model object, not ``"auto"``."""
@@ -499,3 +545,6 @@ class StructuredEstimatorMixin(KeywordOnly):
         tags.target_tags.one_d_labels = False
         tags.non_deterministic = False
         return tags
+
+
+_thread_methods(StructuredEstimatorMixin)

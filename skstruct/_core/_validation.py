@@ -4,9 +4,10 @@ Everything here is plain numpy, but for the compiled pass over score arrays
 (``_scan.py``, imported on first use); nothing imports the rest of skstruct.
 """
 
-import contextlib
 import functools
 import os
+import sys
+import threading
 from numbers import Integral
 
 import numpy as np
@@ -23,28 +24,165 @@ def check_n_jobs(n_jobs):
     return n_jobs
 
 
-@contextlib.contextmanager
 def n_threads(n_jobs):
-    """Run the enclosed kernels on ``n_jobs`` threads, then restore the setting.
+    """A context in which skstruct's work runs on ``n_jobs`` threads; the previous
+    settings are restored on leaving it.
 
-    sklearn's convention: ``None`` leaves numba's current setting, a positive
-    count is capped at numba's pool size, ``-1`` means every thread of the
-    pool, ``-2`` all but one, and so on.
+    It governs every thread pool a call touches: numba's (the compiled kernels),
+    any OpenMP runtime's, and BLAS's (numpy's and scipy's linear algebra, through
+    threadpoolctl).  The kernels get ``n`` threads; BLAS gets one: its calls
+    inside skstruct are small and alternate with the kernels', and its idle
+    threads spin on the cores the kernels need, which slows both, so that a
+    fit with ``n_jobs=1`` keeps exactly one core busy and one with
+    ``n_jobs=n`` at most ``n``.
+
+    ``n`` follows scikit-learn's convention: a positive count (capped at
+    numba's pool size, ``NUMBA_NUM_THREADS``), ``-1`` every thread of the
+    pool, ``-2`` all but one, and so on.  ``None`` means the count of the
+    enclosing ``n_threads`` context if there is one, else the ``n_jobs`` of an
+    enclosing ``joblib.parallel_config(n_jobs=...)`` if one sets it, else
+    numba's current setting for the calling thread: every core by default,
+    ``NUMBA_NUM_THREADS`` or ``numba.set_num_threads`` if set, and in a worker
+    process of joblib's ``loky`` backend (``GridSearchCV(n_jobs=k)``) the
+    share of the cores joblib gives it.
+
+    Nested contexts are cheap (one asking for the thread count already in force
+    changes nothing).  The BLAS and OpenMP limits are the libraries' own, for
+    the whole process: they are held while any context is open, at the count
+    of the most recent one, and restored when the last one closes.
     """
+    return _Threads(thread_count(check_n_jobs(n_jobs)))
+
+
+def thread_count(n_jobs):
+    """The number of threads ``n_jobs`` stands for (see :func:`n_threads`)."""
     import numba
 
-    if check_n_jobs(n_jobs) is None:
-        yield
-        return
+    if n_jobs is None:
+        stack = _LOCAL.__dict__.get("stack")
+        if stack:
+            # inside an open context: its count
+            return stack[-1]
+        n_jobs = _joblib_n_jobs()
+        if n_jobs is None:
+            return numba.get_num_threads()
     n_max = numba.config.NUMBA_NUM_THREADS
     n = n_jobs if n_jobs > 0 else max(1, n_max + 1 + n_jobs)
-    n = min(n, n_max)
-    old = numba.get_num_threads()
-    numba.set_num_threads(n)
+    return min(n, n_max)
+
+
+def _joblib_n_jobs():
+    """The ``n_jobs`` an enclosing ``joblib.parallel_config`` sets, or None."""
+    parallel = sys.modules.get("joblib.parallel")
+    if parallel is None:
+        # joblib not even imported: no context can be open
+        return None
     try:
-        yield
-    finally:
-        numba.set_num_threads(old)
+        n_jobs = parallel.get_active_backend()[1]
+    except Exception:   # an unknown backend's error is not ours to raise here
+        return None
+    if isinstance(n_jobs, Integral) and not isinstance(n_jobs, bool) and n_jobs != 0:
+        return int(n_jobs)
+    return None
+
+
+# the open contexts' thread counts, per thread of the caller
+_LOCAL = threading.local()
+# the process-wide pools (BLAS, OpenMP): the libraries' controllers, looked up again
+# when modules have been imported since (a new library can come only with one), the
+# limits found before the first context opened, and the open contexts' requests
+_POOLS_LOCK = threading.Lock()
+_POOLS = {"modules": -1, "libs": (), "saved": None, "now": None, "open": []}
+
+
+def _libraries():
+    """threadpoolctl's controllers of the BLAS and OpenMP libraries loaded."""
+    n_modules = len(sys.modules)
+    if _POOLS["modules"] != n_modules:
+        # inspecting the loaded libraries takes a millisecond or more: done once per
+        # set of imported modules, not per call
+        from threadpoolctl import ThreadpoolController
+
+        _POOLS["libs"] = tuple(lib for lib in ThreadpoolController().lib_controllers
+                               if lib.user_api in ("blas", "openmp"))
+        _POOLS["modules"] = len(sys.modules)
+    return _POOLS["libs"]
+
+
+def _set_pools(n):
+    # under _POOLS_LOCK; "now" holds the counts last set (or found), so that no library
+    # is asked for its count on every call
+    now = _POOLS["now"]
+    for i, lib in enumerate(_POOLS["libs"]):
+        want = 1 if lib.user_api == "blas" else n
+        if now[i] != want:
+            lib.set_num_threads(want)
+            now[i] = want
+
+
+class _Threads:
+    """The context :func:`n_threads` returns."""
+
+    __slots__ = ("n", "numba_old", "token")
+
+    def __init__(self, n):
+        self.n = n
+        self.numba_old = None
+        self.token = None
+
+    def __enter__(self):
+        n = self.n
+        stack = _LOCAL.__dict__.setdefault("stack", [])
+        if stack and stack[-1] == n:
+            # nested in a context of the same count: everything is set already
+            stack.append(n)
+            return self
+        import numba
+
+        self.numba_old = old = numba.get_num_threads()
+        if old != n:
+            numba.set_num_threads(n)
+        self.token = object()
+        with _POOLS_LOCK:
+            if not _POOLS["open"]:
+                libs = _libraries()
+                _POOLS["saved"] = [lib.get_num_threads() for lib in libs]
+                _POOLS["now"] = list(_POOLS["saved"])
+            _POOLS["open"].append((self.token, n))
+            try:
+                _set_pools(n)
+            except BaseException:
+                self._close_pools()
+                numba.set_num_threads(old)
+                raise
+        stack.append(n)
+        return self
+
+    def _close_pools(self):
+        # under _POOLS_LOCK
+        opened = _POOLS["open"]
+        opened[:] = [(t, k) for t, k in opened if t is not self.token]
+        if opened:
+            _set_pools(opened[-1][1])
+            return
+        for lib, old, now in zip(_POOLS["libs"], _POOLS["saved"], _POOLS["now"]):
+            if now != old:
+                lib.set_num_threads(old)
+        _POOLS["saved"] = _POOLS["now"] = None
+
+    def __exit__(self, *exc):
+        _LOCAL.stack.pop()
+        if self.token is None:
+            return False
+        import numba
+
+        try:
+            with _POOLS_LOCK:
+                self._close_pools()
+        finally:
+            if self.numba_old != self.n:
+                numba.set_num_threads(self.numba_old)
+        return False
 
 
 def n_chunks():

@@ -30,14 +30,12 @@ distance to the nearest dictionary entry) can be minimised globally with
 same batched run, and each sample keeps its best.
 """
 
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
 
-from .._core import GraphBatch, check_psi, segment_sum
+from .._core import GraphBatch, check_psi, n_threads, segment_sum
 from ._api import _check_batch, marginals_batch
 
 METHODS = ("rda", "md", "accelerated")
@@ -242,50 +240,15 @@ def bethe_project(unary, pairwise, energy, *, batch=None, pw_index=None, psi=1.0
         if method == "accelerated":
             raise ValueError("n_pieces is for method='rda' or 'md': the pieces of a minimum of "
                              "distances are not smooth")
-        with one_blas_thread():
+        with n_threads(n_jobs):
             return _project_pieces(batch, unary, pairwise, pw_index, energy, psi,
                                    None if n_pieces == "all" else int(n_pieces), method,
                                    max_iter, tol, step_size, beta, edge_marginals, n_jobs)
-    with one_blas_thread():
+    # the projection alternates the compiled oracle with the energy's numpy products:
+    # n_threads keeps BLAS on one thread, whose idle threads would take the oracle's cores
+    with n_threads(n_jobs):
         return _project(batch, unary, pairwise, pw_index, energy, psi, method, max_iter, tol,
                         step_size, L, beta, edge_marginals, return_history, n_jobs)
-
-
-# the BLAS limit is process-wide: held while any caller (any thread, nested or not) is
-# inside one_blas_thread, and restored by the last one out
-_BLAS_LOCK = threading.Lock()
-_BLAS_USERS = 0
-_BLAS_LIMITER = None
-
-
-@contextmanager
-def one_blas_thread():
-    """A context in which numpy's BLAS runs on the calling thread only.
-
-    A projection alternates the compiled oracle (numba's OpenMP threads) with
-    the energy's numpy products (``A`` times the expected counts for
-    :class:`~skstruct.energies.LinearMeasurements`).  Each pool's threads
-    spin a while after their call and take the cores from the other's, which
-    slows both several-fold on a machine with few cores.  The energy's
-    products are small; one BLAS thread loses nothing on them.  Nested uses
-    cost nothing: only the outermost sets the limit (which looks up the
-    loaded libraries).
-    """
-    global _BLAS_USERS, _BLAS_LIMITER
-    with _BLAS_LOCK:
-        if _BLAS_USERS == 0:
-            from threadpoolctl import threadpool_limits
-
-            _BLAS_LIMITER = threadpool_limits(1, user_api="blas")
-        _BLAS_USERS += 1
-    try:
-        yield
-    finally:
-        with _BLAS_LOCK:
-            _BLAS_USERS -= 1
-            if _BLAS_USERS == 0:
-                _BLAS_LIMITER.restore_original_limits()
-                _BLAS_LIMITER = None
 
 
 class _Problem:

@@ -1,7 +1,8 @@
 """The learning algorithms, each owning its state.
 
 * :mod:`._bcfw` / :mod:`._bcfw_chain`: block-coordinate Frank-Wolfe on a
-  built-in model's design; :mod:`._subgradient`: stochastic subgradient
+  built-in model's design (:mod:`._parallel_bcfw`: its passes as CoCoA+ rounds over
+  partitions of the samples, on threads); :mod:`._subgradient`: stochastic subgradient
   descent on it (both over :class:`._design_solver.DesignSolver`);
 * :mod:`._protocol`: the same two algorithms for any model of the protocol,
   one sample at a time;
@@ -34,6 +35,7 @@ from ._extragradient import Extragradient, ProtocolExtragradient
 from ._frank_wolfe import FrankWolfe, ProtocolFrankWolfe
 from ._n_slack import NSlack, ProtocolNSlack
 from ._one_slack import OneSlack, ProtocolOneSlack
+from ._parallel_bcfw import ParallelBCFW
 from ._protocol import ProtocolBCFW, ProtocolSubgradient
 from ._subgradient import Subgradient
 
@@ -48,5 +50,5 @@ SSVM_SOLVERS = {
 }
 
 __all__ = ["BCFW", "SSVM_SOLVERS", "Extragradient", "FrankWolfe", "NSlack", "OneSlack",
-           "ProtocolBCFW", "ProtocolExtragradient", "ProtocolFrankWolfe", "ProtocolNSlack",
-           "ProtocolOneSlack", "ProtocolSubgradient", "Subgradient"]
+           "ParallelBCFW", "ProtocolBCFW", "ProtocolExtragradient", "ProtocolFrankWolfe",
+           "ProtocolNSlack", "ProtocolOneSlack", "ProtocolSubgradient", "Subgradient"]

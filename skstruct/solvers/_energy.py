@@ -17,8 +17,8 @@ epoch / outer iteration per :meth:`epoch` call.
 
 import numpy as np
 
+from .._core import n_threads
 from ..inference import bethe_project, marginals_batch
-from ..inference._bethe import one_blas_thread
 from ._crf import CRFObjective, fit_crf_lbfgs, random_blocks
 
 
@@ -80,8 +80,9 @@ class DoublyStochastic:
         self.Gw = np.full_like(w, 1e-8)
 
     def epoch(self):
-        # projections and the energy's products alternate: see one_blas_thread
-        with one_blas_thread():
+        # projections and the energy's products alternate: n_threads keeps BLAS's idle
+        # threads off the oracle's cores (the enclosing fit's thread count is kept)
+        with n_threads(None):
             self._epoch()
 
     def _epoch(self):
@@ -135,8 +136,8 @@ class Alternating:
 
     def epoch(self):
         # the projection and the surrogate alternate the CRF's oracle and the energy's
-        # products: see one_blas_thread
-        with one_blas_thread():
+        # products: see the other epoch
+        with n_threads(None):
             W, P = self.obj.split(self.w)
             proj = self.project(self.obj, W, P, psi_of(self.V, self.Phi))
             sur = Surrogate(self.obj, self.project.energy, proj, self.Phi, C=self.C,
