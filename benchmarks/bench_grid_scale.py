@@ -26,9 +26,10 @@ measurement runs in a fresh subprocess, so that its peak memory is its own:
 The targets at 10^7 variables: at most 5 s per outer iteration with 2 threads, and at most
 12 GB peak memory.  The script prints its tables, writes the plot ``doc/img/grid_scale.png``
 (time per iteration and peak memory against the number of variables) and, with
-``--write-doc``, its section of ``doc/benchmarks.md``.  The full run takes about 10 minutes
-on an idle 2-core machine (up to 15 with a cold numba cache for the base revision); every
-child has a time limit, and a child that fails or runs out of time is reported as such.
+``--write-doc``, its section of ``doc/benchmarks.md``.  The full run is expected to take
+10 to 15 minutes on an idle 2-core machine (the base revision's kernels compile once, into
+their own cache); every child has a time limit (10 minutes, 20 for the base revision), and
+a child that fails or runs out of time is reported as such.
 ``--quick`` (10^4 and 10^5 variables, two iterations, no base revision) is a smoke run of
 about a minute.  Nothing is asserted.
 """
