@@ -76,21 +76,26 @@ def _soft(x, n, t):
     if n == 2:
         return _soft2(x[0], x[1], t)
     m = x[0]
+    best = 0
     if t >= 0.0:
         for i in range(1, n):
             if x[i] > m:
                 m = x[i]
+                best = i
     else:
         # a soft minimum: the smallest entry dominates
         for i in range(1, n):
             if x[i] < m:
                 m = x[i]
+                best = i
     if t == 0.0:
         return m
-    s = 0.0
+    # the dominant entry's exponential is 1: one call to exp fewer
+    s = 1.0
     inv = 1.0 / t
     for i in range(n):
-        s += np.exp((x[i] - m) * inv)
+        if i != best:
+            s += np.exp((x[i] - m) * inv)
     return m + t * np.log(s)
 
 
@@ -109,17 +114,21 @@ def _soft_belief(x, n, t, out):
         for i in range(1, n):
             if x[i] < m:
                 m = x[i]
+                best = i
     if t == 0.0:
         for i in range(n):
             out[i] = 0.0
         out[best] = 1.0
         return m
-    s = 0.0
+    s = 1.0
     inv = 1.0 / t
     for i in range(n):
-        z = np.exp((x[i] - m) * inv)
-        out[i] = z
-        s += z
+        if i == best:
+            out[i] = 1.0
+        else:
+            z = np.exp((x[i] - m) * inv)
+            out[i] = z
+            s += z
     r = 1.0 / s
     for i in range(n):
         out[i] *= r
@@ -138,7 +147,10 @@ def _edge_view(pairwise, pw, side, a, b):
 @jit
 def _node_update(v, adj_offsets, adj_edge, adj_side, theta_v, pairwise, pw_index, c_node,
                  c_edge, eps, lam, mu, tot, buf):
-    """Lemma 1: every message out of node ``v`` minimising ``F`` jointly."""
+    """Lemma 1: every message out of node ``v`` minimising ``F`` jointly.
+
+    The messages' rows are indexed rather than taken as views: a view in a parallel
+    kernel's inner loop costs an atomic update of its array's reference count."""
     K = theta_v.shape[1]
     p0 = adj_offsets[v]
     p1 = adj_offsets[v + 1]
@@ -153,24 +165,24 @@ def _node_update(v, adj_offsets, adj_edge, adj_side, theta_v, pairwise, pw_index
         e = adj_edge[p0 + i]
         side = adj_side[p0 + i]
         t = eps * c_edge[e]
-        other = lam[2 * e + 1 - side]
+        other = 2 * e + 1 - side
         pw = pw_index[e]
         for a in range(K):
             for b in range(K):
-                buf[b] = _edge_view(pairwise, pw, side, a, b) + other[b]
+                buf[b] = _edge_view(pairwise, pw, side, a, b) + lam[other, b]
             mu[i, a] = _soft(buf, K, t)
             tot[a] += mu[i, a]
     for i in range(p1 - p0):
         e = adj_edge[p0 + i]
-        out = lam[2 * e + adj_side[p0 + i]]
+        out = 2 * e + adj_side[p0 + i]
         r = c_edge[e] / chat
         mean = 0.0
         for k in range(K):
-            out[k] = r * tot[k] - mu[i, k]
-            mean += out[k]
+            lam[out, k] = r * tot[k] - mu[i, k]
+            mean += lam[out, k]
         mean /= K
         for k in range(K):
-            out[k] -= mean
+            lam[out, k] -= mean
 
 
 @pjit

@@ -24,6 +24,7 @@ from ..inference._primal_dual import (
     FORWARD_FIRST,
     Counting,
     _node_belief,
+    _node_update,
     _soft,
     _soft_belief,
     pd_objective,
@@ -65,9 +66,9 @@ def fused_value(D, adj, W, P, loss, counting, lam, chunks, terms, truth):
                 r = xrow[v]
                 for p in range(xptr[r], xptr[r + 1]):
                     xv = xdata[p]
-                    row = W[xind[p] + o]
+                    f = xind[p] + o
                     for q in range(Kp):
-                        acc[q] += xv * row[q]
+                        acc[q] += xv * W[f, q]
                 yv = y[v]
                 for k in range(K):
                     x[k] = csign[k] * acc[cmap[k]]
@@ -78,30 +79,31 @@ def fused_value(D, adj, W, P, loss, counting, lam, chunks, terms, truth):
                         if k != yv:
                             x[k] += lw[v]
                 for p in range(adj_offsets[v], adj_offsets[v + 1]):
-                    mrow = lam[2 * adj_edge[p] + adj_side[p]]
+                    mrow = 2 * adj_edge[p] + adj_side[p]
                     for k in range(K):
-                        x[k] -= mrow[k]
+                        x[k] -= lam[mrow, k]
                 total += _soft(x, K, eps * c_node[v])
             for e in range(edge_offsets[s], edge_offsets[s + 1]):
                 if tied:
-                    T[:, :] = P[pwi[e]]
+                    f = pwi[e]
+                    for a in range(K):
+                        for b in range(K):
+                            T[a, b] = P[f, a, b]
                 else:
                     T[:, :] = 0.0
                     for p in range(eptr[e], eptr[e + 1]):
                         ev = edata[p]
-                        Tf = P[eind[p]]
+                        f = eind[p]
                         for a in range(K):
                             for b in range(K):
-                                T[a, b] += ev * Tf[a, b]
+                                T[a, b] += ev * P[f, a, b]
                 ya = y[edges[e, 0]]
                 yb = y[edges[e, 1]]
                 if ya >= 0 and yb >= 0:
                     t_truth += T[ya, yb]
-                la = lam[2 * e]
-                lb = lam[2 * e + 1]
                 for a in range(K):
                     for b in range(K):
-                        xe[a * K + b] = T[a, b] + la[a] + lb[b]
+                        xe[a * K + b] = T[a, b] + lam[2 * e, a] + lam[2 * e + 1, b]
                 total += _soft(xe, K * K, eps * c_edge[e])
             terms[s] = total
         truth[c] = t_truth
@@ -179,6 +181,102 @@ def pd_gradient(D, adj, theta_v, pairwise, pw_index, counting, lam, chunks, term
                         ev = edata[p]
                         for q in range(K * K):
                             g[q] += ev * be[q]
+            terms[s] = total
+
+
+@pjit
+def pd_sweep_gradient(D, adj, theta_v, pairwise, pw_index, counting, lam, forward, max_degree,
+                      chunks, terms, gW_parts, gP_parts):
+    """One sweep of Lemma 1 in one direction, fused with :func:`pd_gradient` at the
+    swept messages: what :func:`~skstruct.inference._primal_dual.pd_sweeps` (one sweep,
+    index order if ``forward``, else reversed) then :func:`pd_gradient` compute, in one
+    pass over the data (the same arithmetic up to rounding).
+
+    A node's term and belief read only the messages out of the node, final once the sweep
+    has updated it; an edge's read the messages of its two nodes, final once the sweep has
+    updated the later of them.  So each node's share of the objective and gradient is
+    taken right after its update, and each edge's right after the update of its later
+    node.  Nodes with ``c_node == 0`` at ``eps > 0`` take their belief from an incident
+    edge (see :func:`pd_gradient`), which may not be final yet: the caller uses this
+    kernel only when there are none.  ``D``, ``adj``, ``counting`` and the outputs as for
+    :func:`pd_gradient`.
+    """
+    node_offsets, edges = D.node_offsets, D.edges
+    adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
+    xdata, xind, xptr, xrow, xoff = D.xdata, D.xind, D.xptr, D.xrow, D.xoff
+    cmap, csign, tied, y = D.cmap, D.csign, D.tied, D.y
+    edata, eind, eptr = D.edata, D.eind, D.eptr
+    c_node, c_edge, eps = counting.node, counting.edge, counting.eps
+    K = theta_v.shape[1]
+    for c in prange(chunks.shape[0] - 1):
+        mu = np.empty((max(max_degree, 1), K))
+        tot = np.empty(K)
+        buf = np.empty(K)
+        x = np.empty(K)
+        b = np.empty(K)
+        xe = np.empty(K * K)
+        be = np.empty(K * K)
+        # this chunk's slices, taken once (views in the loops would cost atomic reference
+        # counting, see skstruct.inference._primal_dual._node_update)
+        gW = gW_parts[c]
+        gP = gP_parts[c]
+        gW[:] = 0.0
+        gP[:] = 0.0
+        for s in range(chunks[c], chunks[c + 1]):
+            n0 = node_offsets[s]
+            n1 = node_offsets[s + 1]
+            total = 0.0
+            for j in range(n1 - n0):
+                v = n0 + j if forward else n1 - 1 - j
+                p0 = adj_offsets[v]
+                p1 = adj_offsets[v + 1]
+                _node_update(v, adj_offsets, adj_edge, adj_side, theta_v, pairwise, pw_index,
+                             c_node, c_edge, eps, lam, mu, tot, buf)
+                for k in range(K):
+                    x[k] = theta_v[v, k]
+                for p in range(p0, p1):
+                    row = 2 * adj_edge[p] + adj_side[p]
+                    for k in range(K):
+                        x[k] -= lam[row, k]
+                total += _soft_belief(x, K, eps * c_node[v], b)
+                if y[v] >= 0:
+                    b[y[v]] -= 1.0
+                o = xoff[v]
+                r = xrow[v]
+                for p in range(xptr[r], xptr[r + 1]):
+                    f = xind[p] + o
+                    xv = xdata[p]
+                    for k in range(K):
+                        gW[f, cmap[k]] += csign[k] * xv * b[k]
+                for i in range(p1 - p0):
+                    e = adj_edge[p0 + i]
+                    side = adj_side[p0 + i]
+                    u = edges[e, 1 - side]
+                    # the edge is final once its later node (in this sweep's order) is
+                    if (u > v) if forward else (u < v):
+                        continue
+                    pw = pw_index[e]
+                    for a in range(K):
+                        for bb in range(K):
+                            xe[a * K + bb] = (pairwise[pw, a, bb] + lam[2 * e, a]
+                                              + lam[2 * e + 1, bb])
+                    total += _soft_belief(xe, K * K, eps * c_edge[e], be)
+                    ya = y[edges[e, 0]]
+                    yb = y[edges[e, 1]]
+                    if ya >= 0 and yb >= 0:
+                        be[ya * K + yb] -= 1.0
+                    if tied:
+                        f = pw_index[e]
+                        for a in range(K):
+                            for bb in range(K):
+                                gP[f, a, bb] += be[a * K + bb]
+                    else:
+                        for p in range(eptr[e], eptr[e + 1]):
+                            f = eind[p]
+                            ev = edata[p]
+                            for a in range(K):
+                                for bb in range(K):
+                                    gP[f, a, bb] += ev * be[a * K + bb]
             terms[s] = total
 
 
@@ -450,6 +548,12 @@ class PrimalDual(ParameterStep):
         self.max_degree = int(np.diff(self.adj.offsets).max()) if b.n_nodes else 0
         self.chunks = b.chunks(n_chunks())
         self.edge_index = np.arange(b.n_edges, dtype=np.int64)
+        # a loopy sweep goes one way, so the gradient can be taken on the way (see
+        # pd_sweep_gradient), except where a node's belief is an edge's marginal
+        self.fused_sweep = not self.forests and (self.eps == 0.0 or bool(np.all(c_node != 0)))
+        # the potentials' arrays, (N, K) and (E, K, K): filled anew for each new weights
+        # rather than allocated, as they are as large as the data
+        self._buffers = None
 
     def _theta(self, W, P):
         """Node potentials (loss-augmented if asked), edge tables with their index
@@ -461,9 +565,13 @@ class PrimalDual(ParameterStep):
         D = self.D
         b = self.design.batch
         K = self.design.n_classes
-        theta_v = np.empty((b.n_nodes, K))
         tied = bool(D.tied)
-        PE = np.zeros((1, K, K)) if tied else np.empty((b.n_edges, K, K))
+        if self._buffers is None:
+            self._buffers = (np.empty((b.n_nodes, K)),
+                             np.zeros((1, K, K)) if tied else np.empty((b.n_edges, K, K)))
+        # the cache holds one set of weights, so the arrays it returns for earlier
+        # weights are no longer read
+        theta_v, PE = self._buffers
         truth = np.zeros(self.chunks.shape[0] - 1)
         T = np.ascontiguousarray(self.design.tables(P))
         potentials(D, np.ascontiguousarray(W), T, self.loss, self.chunks, theta_v, PE, truth)
@@ -541,6 +649,30 @@ class PrimalDual(ParameterStep):
         return (C * (float(terms.sum()) - truth), C * gW_parts.sum(axis=0),
                 C * self.design.fold(gP_parts.sum(axis=0)))
 
+    def sweep_value_and_grad(self, W, P, lam, n):
+        """``n`` sweeps (:meth:`sweep`), then :meth:`data_value_and_grad` at the swept
+        messages; on loopy graphs the last sweep and the gradient are one pass
+        (:func:`pd_sweep_gradient`)."""
+        if not self.fused_sweep or n == 0 or lam.shape[0] == 0:
+            self.sweep(W, P, lam, n)
+            return self.data_value_and_grad(W, P, lam)
+        self.sweep(W, P, lam, n - 1)
+        # the direction sweep() would take next
+        forward = self.parity == 0
+        self.parity = (self.parity + 1) % 2
+        theta_v, tables, pwi, truth = self._theta(W, P)
+        b = self.design.batch
+        n_chunks = self.chunks.shape[0] - 1
+        terms = np.zeros(b.n_samples)
+        gW_parts = np.zeros((n_chunks,) + W.shape)
+        gP_parts = np.zeros((n_chunks,) + P.shape)
+        pd_sweep_gradient(self.D, self.adj, theta_v, np.ascontiguousarray(tables), pwi,
+                          self._counting(), lam, forward, self.max_degree, self.chunks, terms,
+                          gW_parts, gP_parts)
+        C = self.C
+        return (C * (float(terms.sum()) - truth), C * gW_parts.sum(axis=0),
+                C * self.design.fold(gP_parts.sum(axis=0)))
+
     def key(self):
         """What a warm start must find unchanged."""
         b = self.design.batch
@@ -556,8 +688,8 @@ class PrimalDual(ParameterStep):
     def iterate(self):
         """One iteration: message sweeps, then one parameter step; returns the
         objective after it."""
-        self.sweep(self.W, self.P, self.lam, self.message_passes)
-        value, gW, gP = self.value_and_grad(self.W, self.P, self.lam)
+        value, gW, gP = self.regularised(self.W, self.P, *self.sweep_value_and_grad(
+            self.W, self.P, self.lam, self.message_passes))
         return self.take_step(value, gW, gP)
 
     def trial_messages(self, W, P, sweep=None):
@@ -607,5 +739,4 @@ class PrimalDual(ParameterStep):
         gW, gP : ndarray
             Its gradient in ``W, P``.
         """
-        self.sweep(W, P, self.lam, self.message_passes)
-        return self.data_value_and_grad(W, P, self.lam)
+        return self.sweep_value_and_grad(W, P, self.lam, self.message_passes)
