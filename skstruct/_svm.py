@@ -604,6 +604,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             self.coef_ = np.concatenate([W.ravel(), P.ravel()])
         else:
             self.coef_ = solver.weights()
+            # a model of the user's own has no (W, P) layout: none from an earlier fit
+            self.__dict__.pop("_W", None)
+            self.__dict__.pop("_P", None)
         self.n_iter_ = solver.n_pass
         _set_n_features_in(self, model)
         self.history_ = log.history()
@@ -638,7 +641,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         return max(50, 5 * self.inference_iter)
 
     def _fast_chains(self):
-        return True
+        # the built-in models' (W, P) layout only; a model of the user's own decodes
+        # through its protocol
+        return "_W" in self.__dict__
 
     def __getstate__(self):
         state = self.__dict__.copy()

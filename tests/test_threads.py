@@ -16,7 +16,7 @@ from skstruct import (
 )
 from skstruct._base import THREADED, _FitLog
 from skstruct.inference import GraphBatch, _api, map_batch, marginals_batch, n_threads
-from skstruct.models import ChainModel, HiddenStatesModel
+from skstruct.models import ChainModel, HiddenStatesModel, _fastpath
 from skstruct.models._base import DesignModel
 from skstruct.solvers._crf import CRFObjective
 
@@ -62,7 +62,7 @@ def spy(monkeypatch):
 
     for owner, name in ((CRFObjective, "value_grad"), (DesignModel, "design"),
                         (HiddenStatesModel, "design"), (DesignModel, "fit_design"),
-                        (_FitLog, "start")):
+                        (_FitLog, "start"), (_fastpath, "chain_predict")):
         wrap(owner, name)
     runner = _api.runner
 

@@ -146,7 +146,7 @@ def test_bad_options_are_refused(data, options, match):
 
 
 @pytest.mark.parametrize("solver,options,match", [
-    ("bcfw", {"learning_rate": 0.1}, "takes none"),
+    ("bcfw", {"learning_rate": 0.1}, "'learning_rate' is not an option.*'parallel_blocks'"),
     ("one_slack", {"batch_size": 3}, "'batch_size' is not an option.*'cache_tol'"),
     ("one_slack", {"inference_cache": -1}, "inference_cache"),
     ("one_slack", {"cache_tol": "sometimes"}, "cache_tol"),
