@@ -19,7 +19,10 @@ With ``--examples`` it also runs pystruct's ``examples/*.py`` from the same arch
 with only their import lines changed (matplotlib's ``Agg`` backend, a timeout per
 example), and prints the scores each printed; with ``--reference-python PATH`` the
 unmodified examples also run under that interpreter (one with pystruct 0.3.2
-installed), and the table shows both side by side.
+installed), and the table shows both side by side.  ``--examples-json FILE`` records each
+example's row as it finishes and skips examples already recorded there, so that a run of
+all the examples (hours on two cores) can be resumed.  numpy 1.x's object arrays for
+ragged lists, which some examples build, are restored for the examples only.
 
 Usage::
 
@@ -27,6 +30,7 @@ Usage::
     python benchmarks/peer_tests_pystruct.py --sdist pystruct-0.3.2.tar.gz
     python benchmarks/peer_tests_pystruct.py --min-passed 120    # CI: fail below 120
     python benchmarks/peer_tests_pystruct.py --examples --reference-python /path/python
+    python benchmarks/peer_tests_pystruct.py --only-examples --examples-json ex.json
 
 Exit status: 0, or 1 when fewer than ``--min-passed`` tests passed (or none ran), 3
 when the package index could not be reached (nothing was tested).  pystruct's code
@@ -35,6 +39,7 @@ is not copied into this repository: it is fetched at each run.
 
 import argparse
 import hashlib
+import json
 import os
 import pathlib
 import re
@@ -340,23 +345,38 @@ def run_example(python, path, env, timeout):
     return status, seconds, scores(proc.stdout), _one_line(err[-1] if err else "", 100)
 
 
-def run_examples(sdist, work, env, reference, timeout, only=None):
-    """Run the examples with the drop-in (and under ``reference``); returns rows."""
+def _load_rows(path):
+    if path is None or not pathlib.Path(path).exists():
+        return []
+    return [(name, tuple(ours), tuple(theirs) if theirs else None)
+            for name, ours, theirs in json.loads(pathlib.Path(path).read_text())]
+
+
+def run_examples(sdist, work, env, reference, timeout, only=None, record=None):
+    """Run the examples with the drop-in (and under ``reference``); returns rows.
+
+    With ``record`` (a JSON file), each example's row is written there as soon as it
+    has run, and examples already recorded there are not run again: a long run can be
+    resumed, and an interrupted one keeps what it measured."""
     dropin = extract(sdist, work / "examples_dropin", "examples")
     rewrite_imports(dropin)
     original = extract(sdist, work / "examples_pystruct", "examples") if reference else None
     ref_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
     ref_env["MPLBACKEND"] = "Agg"
     env = dict(env, PEER_NUMPY_RAGGED_ARRAYS="1")
-    rows = []
+    rows = _load_rows(record)
+    done = {name for name, _, _ in rows}
     for path in sorted(dropin.glob("*.py")):
-        if only and path.stem not in only:
+        if only and path.stem not in only or path.stem in done:
             continue
         print(f"example {path.name} ...", flush=True)
         ours = run_example(sys.executable, path, env, timeout)
         theirs = (run_example(reference, original / path.name, ref_env, timeout)
                   if reference else None)
         rows.append((path.stem, ours, theirs))
+        print_examples(rows[-1:])
+        if record is not None:
+            pathlib.Path(record).write_text(json.dumps(rows, indent=1))
     return rows
 
 
@@ -399,6 +419,9 @@ def main(argv=None):
                         help="run only this example (its file name without .py; repeatable)")
     parser.add_argument("--example-timeout", type=float, default=600,
                         help="seconds each example may take (default 600)")
+    parser.add_argument("--examples-json",
+                        help="a JSON file where each example's result is recorded as it "
+                             "runs; examples already there are not run again")
     parser.add_argument("--reference-python",
                         help="an interpreter with pystruct 0.3.2 installed: run the "
                              "unmodified examples there too")
@@ -432,7 +455,7 @@ def main(argv=None):
             results = run_tests(work, env, args.pytest_args, args.timeout)
         if args.examples or args.only_examples:
             rows = run_examples(sdist, work, env, args.reference_python,
-                                args.example_timeout, args.example)
+                                args.example_timeout, args.example, args.examples_json)
     finally:
         if args.keep:
             print(f"kept {work}")
