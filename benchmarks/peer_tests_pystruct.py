@@ -385,22 +385,28 @@ def _fmt(v):
 
 
 def print_examples(rows, out=sys.stdout):
-    """The examples' table: per printed score, pystruct's value and the drop-in's."""
-    print("\nexample | score | pystruct | drop-in | pystruct s | drop-in s | status", file=out)
+    """The examples' table in Markdown: per printed score, pystruct's value and the
+    drop-in's, the seconds each took, and each side's status."""
+    print("\n| example | score | pystruct | drop-in | pystruct s | drop-in s | status |",
+          file=out)
+    print("|---|---|---|---|---|---|---|", file=out)
     for name, ours, theirs in rows:
         our_scores = dict(ours[2])
         their_scores = dict(theirs[2]) if theirs else {}
         labels = list(dict.fromkeys([k for k, _ in (theirs[2] if theirs else [])]
                                     + [k for k, _ in ours[2]])) or [""]
         status = ours[0] if not theirs else f"{theirs[0]}/{ours[0]}"
-        note = ours[3] if ours[0] != "ok" else ""
+        notes = [f"{side}: {row[3]}" for side, row in (("pystruct", theirs), ("drop-in", ours))
+                 if row is not None and row[0] != "ok" and row[3]]
+        note = "; ".join(notes).replace("|", "/")
         for i, label in enumerate(labels):
             t_ref = f"{theirs[1]:.1f}" if theirs and i == 0 else ""
             t_our = f"{ours[1]:.1f}" if i == 0 else ""
-            print(f"{name if i == 0 else ''} | {_one_line(label, 70)} | "
+            print(f"| {'`' + name + '`' if i == 0 else ''} | "
+                  f"{_one_line(label, 70).replace('|', '/')} | "
                   f"{_fmt(their_scores.get(label))} | {_fmt(our_scores.get(label))} | "
                   f"{t_ref} | {t_our} | {status if i == 0 else ''}"
-                  f"{'  (' + note + ')' if note and i == 0 else ''}", file=out)
+                  f"{' (' + note + ')' if note and i == 0 else ''} |", file=out)
 
 
 # ------------------------------------------------------------------------ main
@@ -422,6 +428,9 @@ def main(argv=None):
     parser.add_argument("--examples-json",
                         help="a JSON file where each example's result is recorded as it "
                              "runs; examples already there are not run again")
+    parser.add_argument("--examples-table-from", metavar="JSON",
+                        help="print the examples' table recorded in this --examples-json "
+                             "file and exit (nothing is run)")
     parser.add_argument("--reference-python",
                         help="an interpreter with pystruct 0.3.2 installed: run the "
                              "unmodified examples there too")
@@ -432,6 +441,9 @@ def main(argv=None):
     parser.add_argument("pytest_args", nargs="*",
                         help="passed to pytest (after --), e.g. -k one_slack")
     args = parser.parse_args(argv)
+    if args.examples_table_from:
+        print_examples(_load_rows(args.examples_table_from))
+        return 0
 
     work = pathlib.Path(tempfile.mkdtemp(prefix="peer_pystruct_"))
     results, rows = [], []

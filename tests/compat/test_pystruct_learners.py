@@ -597,14 +597,14 @@ def test_runner_examples_side_by_side(tmp_path, monkeypatch, capsys):
                      sys.executable, "--example-timeout", "120"])
     out = capsys.readouterr().out
     assert status == 0
-    rows = [line.split(" | ") for line in out.splitlines() if line.count(" | ") == 6]
+    rows = [line[2:-2].split(" | ") for line in out.splitlines() if line.count(" | ") == 6]
     assert rows[0][:4] == ["example", "score", "pystruct", "drop-in"]
     by_label = {row[1]: row for row in rows[1:]}
     fake = by_label["Score with fake ssvm: # (took # seconds)"]
-    assert fake[0] == "plot_fake" and fake[2:4] == ["0.7500", "0.7500"]
+    assert fake[0] == "`plot_fake`" and fake[2:4] == ["0.7500", "0.7500"]
     assert fake[6].startswith("ok/ok")
     assert by_label["Test loss: #"][2:4] == ["0.2500", "0.2500"]
-    broken = next(row for row in rows if row[0] == "broken")
+    broken = next(row for row in rows if row[0] == "`broken`")
     assert broken[6].startswith("failed/failed") and "RuntimeError: no data here" in broken[6]
 
 
@@ -624,3 +624,19 @@ def test_chain_predict_by_the_native_estimator_equals_the_models_inference():
     flipped = ssvm.predict(X)
     assert all(np.array_equal(a, b)
                for a, b in zip(flipped, ssvm.model.batch_inference(X, ssvm.w)))
+
+
+def test_runner_prints_the_examples_as_a_markdown_table():
+    r = _runner()
+    rows = [("plot_a", ("ok", 2.0, [("Test accuracy: #", 0.97)], ""),
+             ("ok", 9.0, [("Test accuracy: #", 0.96)], "")),
+            ("plot_b", ("timeout", 600.0, [], "over 600 s"),
+             ("failed", 1.0, [], "FileNotFoundError: x.pickle"))]
+    out = io.StringIO()
+    r.print_examples(rows, out=out)
+    lines = out.getvalue().strip().splitlines()
+    assert lines[1] == "|---|---|---|---|---|---|---|"
+    assert all(line.startswith("| ") and line.endswith(" |") for line in lines[:1] + lines[2:])
+    assert lines[2] == "| `plot_a` | Test accuracy: # | 0.9600 | 0.9700 | 9.0 | 2.0 | ok/ok |"
+    assert "failed/timeout" in lines[3] and "pystruct: FileNotFoundError: x.pickle" in lines[3]
+    assert "drop-in: over 600 s" in lines[3]
