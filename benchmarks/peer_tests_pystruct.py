@@ -129,7 +129,10 @@ if os.environ.get("PEER_NUMPY_RAGGED_ARRAYS") == "1":
     numpy.array = _array_1x
 '''
 
-_SCORE = re.compile(r"(score|accuracy|loss|error)", re.IGNORECASE)
+# a printed line that reports a result: a score, accuracy, loss or error, the
+# objective and gap plot_learning prints, or "Train: 0.95" / "Test: 0.98"
+_SCORE = re.compile(r"(score|accuracy|loss|error|objective|gap)|^\s*(train|test)\s*:",
+                    re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?|-?\d+e[-+]?\d+", re.IGNORECASE)
 
 
@@ -326,7 +329,9 @@ def scores(stdout):
         if not numbers:
             continue
         label = " ".join(_NUMBER.sub("#", line).split())
-        found.append((label, float(numbers[0])))
+        # a label printed again (e.g. "Test: #" for each of two models) is numbered
+        seen = sum(1 for k, _ in found if k == label or k.startswith(label + " ("))
+        found.append((f"{label} ({seen + 1})" if seen else label, float(numbers[0])))
     return found
 
 

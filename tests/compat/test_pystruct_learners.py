@@ -640,3 +640,13 @@ def test_runner_prints_the_examples_as_a_markdown_table():
     assert lines[2] == "| `plot_a` | Test accuracy: # | 0.9600 | 0.9700 | 9.0 | 2.0 | ok/ok |"
     assert "failed/timeout" in lines[3] and "pystruct: FileNotFoundError: x.pickle" in lines[3]
     assert "drop-in: over 600 s" in lines[3]
+
+
+def test_runner_reads_the_results_an_example_prints():
+    r = _runner()
+    out = ("Score with binary SVM:\nTrain: 0.95\nTest: 0.98\nScore with latent SVM:\n"
+           "Train: 0.97\nTest: 0.99\nObjective: 505.245528\nGap: 0.004014\n"
+           "FIT DONE IN 3.2s\n\tAccuracy= 0.990\n")
+    assert r.scores(out) == [("Train: #", 0.95), ("Test: #", 0.98), ("Train: # (2)", 0.97),
+                             ("Test: # (2)", 0.99), ("Objective: #", 505.245528),
+                             ("Gap: #", 0.004014), ("Accuracy= #", 0.99)]
