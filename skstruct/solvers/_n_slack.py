@@ -34,6 +34,7 @@ import time
 import numpy as np
 
 from .._core import n_chunks, n_threads
+from .._core._jit import jit
 from ..models._chain import chain_pass
 from ..models._oracle import hinge_pass
 from ._one_slack import OneSlack, ProtocolOneSlack, WorkingSet, plane_from_labels, simplex_qp
@@ -41,6 +42,74 @@ from ._one_slack import OneSlack, ProtocolOneSlack, WorkingSet, plane_from_label
 # the QP's sweeps over the blocks stop at this relative accuracy, or after MAX_SWEEPS
 RTOL = 1e-9
 MAX_SWEEPS = 1000
+
+
+@jit
+def qp_sweeps(planes, off, gram, goff, b, alpha, v, lam, rtol, gap_floor, max_sweeps,
+              qp_iter):
+    """Block coordinate ascent on the n-slack QP over packed working sets.
+
+    Block ``k`` holds planes ``off[k]:off[k + 1]`` (rows of ``planes``, entries of ``b``
+    and ``alpha``) and its Gram matrix, row-major at ``gram[goff[k]:]``.  Each block's
+    simplex QP is solved with the other blocks' part of ``v = sum_ij a_ij g_ij`` folded
+    into its linear term; ``alpha``, ``v`` and ``qp_iter`` (per block) are updated in
+    place.  Sweeps stop once the sum of the blocks' Frank-Wolfe gaps met in a sweep is at
+    most ``max(rtol * max(|D|, max |b|), gap_floor)``, or after ``max_sweeps``.  Returns
+    the number of sweeps.
+    """
+    n_blocks = off.shape[0] - 1
+    dim = v.shape[0]
+    inv = 1.0 / lam
+    lin = 0.0
+    for j in range(b.shape[0]):
+        lin += alpha[j] * b[j]
+    sweeps = 0
+    while sweeps < max_sweeps:
+        sweeps += 1
+        gap = 0.0
+        bmax = 0.0
+        for k in range(n_blocks):
+            s = off[k]
+            m = off[k + 1] - s
+            G = gram[goff[k]:goff[k] + m * m].reshape((m, m))
+            grad = np.empty(m)
+            gmax = -np.inf
+            ag = 0.0
+            for j in range(m):
+                acc = 0.0
+                for d in range(dim):
+                    acc += planes[s + j, d] * v[d]
+                grad[j] = b[s + j] - acc * inv
+                gmax = max(gmax, grad[j])
+                ag += alpha[s + j] * grad[j]
+                bmax = max(bmax, abs(b[s + j]))
+            block_gap = gmax - ag
+            gap += block_gap
+            if block_gap <= 0.0:
+                continue
+            a_old = alpha[s:s + m].copy()
+            # the block's QP with the other blocks' part of v folded into b
+            lin_k = np.empty(m)
+            for i in range(m):
+                acc = 0.0
+                for j in range(m):
+                    acc += G[i, j] * a_old[j]
+                lin_k[i] = grad[i] + acc * inv
+            _, it = simplex_qp(G, lin_k, lam, alpha[s:s + m], m, rtol, 200 * m + 10000)
+            qp_iter[k] += it
+            for j in range(m):
+                step = alpha[s + j] - a_old[j]
+                if step != 0.0:
+                    lin += step * b[s + j]
+                    for d in range(dim):
+                        v[d] += step * planes[s + j, d]
+        vv = 0.0
+        for d in range(dim):
+            vv += v[d] * v[d]
+        dual = lin - 0.5 * inv * vv
+        if gap <= max(rtol * max(abs(dual), bmax, 1e-300), gap_floor):
+            break
+    return sweeps
 
 
 class _NSlack:
@@ -102,35 +171,27 @@ class _NSlack:
         what the next plane changes, and a pass without a new plane solves it
         further."""
         lam = self.lam
-        inv = 1.0 / lam
         sets = [ws for ws in self.sets if ws.m > 1]
-        # the dual's linear term, kept up to date block by block (a sum over every
-        # block per sweep would cost as much as the sweep)
-        lin = sum(float(ws.alpha[:ws.m] @ ws.b[:ws.m]) for ws in sets)
-        for _ in range(MAX_SWEEPS):
-            self.qp_sweeps += 1
-            gap, bmax = 0.0, 0.0
-            for ws in sets:
-                m = ws.m
-                planes = ws.planes[:m]
-                a = ws.alpha[:m]
-                grad = ws.b[:m] - planes @ self.v * inv
-                block_gap = float(grad.max() - a @ grad)
-                gap += block_gap
-                bmax = max(bmax, float(np.abs(ws.b[:m]).max()))
-                if block_gap <= 0.0:
-                    continue
-                a_old = a.copy()
-                # the block's QP with the other blocks' part of v folded into b
-                value, it = simplex_qp(ws.gram, grad + ws.gram[:m, :m] @ a_old * inv, lam,
-                                       ws.alpha, m, RTOL, 200 * m + 10000)
-                ws.qp_iter += it
-                step = ws.alpha[:m] - a_old
-                self.v = self.v + step @ planes
-                lin += float(step @ ws.b[:m])
-            dual = lin - 0.5 * inv * float(self.v @ self.v)
-            if gap <= max(RTOL * max(abs(dual), bmax, 1e-300), 0.01 * self.last_gap):
-                break
+        if sets:
+            # one compiled call sweeps every block until the QP is solved: the sets are
+            # packed for it (a copy of the planes per solve, far less than the sweeps)
+            ms = np.array([ws.m for ws in sets], dtype=np.int64)
+            off = np.zeros(len(sets) + 1, dtype=np.int64)
+            np.cumsum(ms, out=off[1:])
+            goff = np.zeros(len(sets) + 1, dtype=np.int64)
+            np.cumsum(ms * ms, out=goff[1:])
+            planes = np.concatenate([ws.planes[:ws.m] for ws in sets])
+            gram = np.concatenate([ws.gram[:ws.m, :ws.m].ravel() for ws in sets])
+            b = np.concatenate([ws.b[:ws.m] for ws in sets])
+            alpha = np.concatenate([ws.alpha[:ws.m] for ws in sets])
+            qp_iter = np.zeros(len(sets), dtype=np.int64)
+            v = np.array(self.v, dtype=np.float64)
+            self.qp_sweeps += qp_sweeps(planes, off, gram, goff, b, alpha, v, lam, RTOL,
+                                        0.01 * self.last_gap, MAX_SWEEPS, qp_iter)
+            self.v = v
+            for k, ws in enumerate(sets):
+                ws.alpha[:ws.m] = alpha[off[k]:off[k + 1]]
+                ws.qp_iter += int(qp_iter[k])
         moved = False
         for ws in sets:
             ws.mark_idle()
