@@ -129,9 +129,10 @@ if os.environ.get("PEER_NUMPY_RAGGED_ARRAYS") == "1":
     numpy.array = _array_1x
 '''
 
-# a printed line that reports a result: a score, accuracy, loss or error, the
-# objective and gap plot_learning prints, or "Train: 0.95" / "Test: 0.98"
-_SCORE = re.compile(r"(score|accuracy|loss|error|objective|gap)|^\s*(train|test)\s*:",
+# a printed line that reports a result: a score, accuracy, loss or error, or a line
+# that opens with "Objective:" or "Gap:" (plot_learning's) or "Train:" / "Test:"; the
+# learners' verbose progress lines (objectives and gaps per pass) are not results
+_SCORE = re.compile(r"(score|accuracy|loss|error)|^\s*(objective|gap|train|test)\s*:",
                     re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?|-?\d+e[-+]?\d+", re.IGNORECASE)
 
@@ -396,10 +397,10 @@ def print_examples(rows, out=sys.stdout):
           file=out)
     print("|---|---|---|---|---|---|---|", file=out)
     for name, ours, theirs in rows:
-        our_scores = dict(ours[2])
-        their_scores = dict(theirs[2]) if theirs else {}
-        labels = list(dict.fromkeys([k for k, _ in (theirs[2] if theirs else [])]
-                                    + [k for k, _ in ours[2]])) or [""]
+        # rows recorded by an earlier version of ``scores`` are read the same way
+        our_scores = {k: v for k, v in ours[2] if _SCORE.search(k)}
+        their_scores = {k: v for k, v in theirs[2] if _SCORE.search(k)} if theirs else {}
+        labels = list(dict.fromkeys(list(their_scores) + list(our_scores))) or [""]
         status = ours[0] if not theirs else f"{theirs[0]}/{ours[0]}"
         notes = [f"{side}: {row[3]}" for side, row in (("pystruct", theirs), ("drop-in", ours))
                  if row is not None and row[0] != "ok" and row[3]]

@@ -646,7 +646,8 @@ def test_runner_reads_the_results_an_example_prints():
     r = _runner()
     out = ("Score with binary SVM:\nTrain: 0.95\nTest: 0.98\nScore with latent SVM:\n"
            "Train: 0.97\nTest: 0.99\nObjective: 505.245528\nGap: 0.004014\n"
-           "FIT DONE IN 3.2s\n\tAccuracy= 0.990\n")
+           "FIT DONE IN 3.2s\n\tAccuracy= 0.990\ndual objective: 29.33\n"
+           "pass 3 0.01 s gap estimate 0.2\n")
     assert r.scores(out) == [("Train: #", 0.95), ("Test: #", 0.98), ("Train: # (2)", 0.97),
                              ("Test: # (2)", 0.99), ("Objective: #", 505.245528),
                              ("Gap: #", 0.004014), ("Accuracy= #", 0.99)]
