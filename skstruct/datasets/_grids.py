@@ -457,11 +457,15 @@ def make_crosses(n_samples=5, *, size=10, n_crosses=2, noise=30, explicit=False,
     y = np.zeros((n_samples, size, size), np.int64)
     for img in y:
         last = (-3, -3)
+        corners = np.arange(1, size - 3)
         for _ in range(n_crosses):
+            # a corner 3 apart from the last one, in a row or a column, where one exists
+            # (on small images none may: a corner near the middle of a 9 x 9 image has
+            # none), else anywhere
+            apart = (np.abs(corners - last[0]) > 2).any() or (np.abs(corners - last[1]) > 2).any()
             while True:
                 top, left = rng.randint(1, size - 3, size=2)
-                # below 8 pixels no two corners are 3 apart: the condition is dropped
-                if abs(top - last[0]) > 2 or abs(left - last[1]) > 2 or size < 8:
+                if abs(top - last[0]) > 2 or abs(left - last[1]) > 2 or not apart:
                     break
             last = (top, left)
             img[top + 1, left:left + 3] = 1

