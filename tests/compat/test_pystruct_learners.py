@@ -682,6 +682,8 @@ def test_switch_to_exact_inference_certifies_with_the_exact_oracle():
     assert gap[-1] >= 0.0 and gap[-1] <= clf._estimator.tol
     # the final primal, exact, is above the final cutting-plane objective
     assert clf.primal_objective_curve_[-1] >= clf.objective_curve_[-1] - 1e-9
+    # one entry per iteration over both methods and every chunk, as the cache flags
+    assert len(clf.objective_curve_) == len(clf.cached_constraint_) == clf.n_iter_
 
 
 def test_a_negative_gap_warns_in_a_fit_chunked_by_show_loss_every():

