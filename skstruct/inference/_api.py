@@ -953,10 +953,13 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
         (``-inf`` unary scores are allowed).
         ``"ilp"`` is exact on any graph: an integer linear program over the
         local polytope (node indicators binary, edge indicators continuous and
-        tied to them by marginalisation constraints) solved by HiGHS's branch
-        and bound, one program per sample (see :func:`lp_relaxation` for its
-        relaxation).  Its cost grows quickly with frustrated cycles; programs
-        of more than a million variables are refused.
+        tied to them by marginalisation constraints), one sample at a time:
+        TRW-S, whose bound certifies its labelling where the gap closes; else a
+        branch and bound whose nodes are warm-started TRW-S runs; else, past
+        1,000 nodes, HiGHS's branch and bound on the integer program (see
+        :func:`lp_relaxation` for its relaxation).  Its cost grows quickly
+        with frustrated cycles; programs of more than a million variables are
+        refused.
         ``"qpbo"`` is roof duality for two labels (P. L. Hammer, P. Hansen and
         B. Simeone, "Roof duality, complementation and persistency in
         quadratic 0-1 optimization", Mathematical Programming 1984; V.

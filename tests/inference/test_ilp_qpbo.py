@@ -203,6 +203,77 @@ def test_ilp_on_frustrated_cycles_needs_branch_and_bound():
         assert np.isclose(score_of(unary, edges, pairwise, labels), best)
 
 
+def frustrated(rng, n, K):
+    """A complete graph on ``n > K`` nodes rewarding disagreement on every edge: no
+    labelling satisfies every edge, and the local polytope (uniform marginals) is loose."""
+    edges = np.array(list(itertools.combinations(range(n), 2)), np.int64)
+    unary = rng.normal(scale=0.05, size=(n, K))
+    pairwise = (rng.uniform(0.5, 1.5, size=(len(edges), 1, 1)) * (1.0 - np.eye(K))
+                + rng.normal(scale=0.1, size=(len(edges), K, K)))
+    return unary, edges, pairwise
+
+
+@pytest.mark.parametrize("K", [2, 3, 4])
+def test_trws_branch_and_bound_is_the_optimum_of_enumeration(K):
+    """The search over TRW-S's bound, on its own, against enumeration: frustrated
+    graphs (where the root's certificate is refused and the search branches) and random
+    loopy ones, forbidden labels and forbidden pairs included."""
+    from skstruct.inference._ilp import certified_trws, trws_branch_and_bound
+
+    rng = np.random.default_rng(40 + K)
+    problems = [frustrated(rng, K + 1 + t % 2, K) for t in range(6)]
+    for edges in itertools.chain(graphs(rng), graphs(rng)):
+        n = n_nodes(edges)
+        if K ** n <= 70000 and len(edges):
+            problems.append((rng.normal(size=(n, K)), edges,
+                             rng.normal(scale=1.5, size=(len(edges), K, K))))
+    n_branched = 0
+    for i, (unary, edges, pairwise) in enumerate(problems):
+        unary, pairwise = unary.copy(), pairwise.copy()
+        n = unary.shape[0]
+        if i % 3 == 1:
+            unary[rng.random((n, K)) < 0.2] = NEG_INF
+            unary[np.arange(n), rng.integers(K, size=n)] = 0.0
+        if i % 3 == 2:
+            pairwise[rng.random(pairwise.shape) < 0.15] = NEG_INF
+        pw = np.arange(len(edges))
+        found = trws_branch_and_bound(unary, edges, pairwise, pw)
+        assert found is not None
+        labels, score = found
+        best = all_scores(unary, edges, pairwise)[1].max()
+        if best == NEG_INF:
+            assert score == NEG_INF
+            continue
+        assert np.isclose(score, best) and np.isclose(
+            score_of(unary, edges, pairwise, labels), best)
+        n_branched += certified_trws(unary, edges, pairwise, pw) is None
+    # the search itself is exercised, not only its root
+    assert n_branched >= 4
+
+
+def test_branch_and_bound_hands_over_to_the_integer_program(monkeypatch):
+    """A search that exceeds its node budget returns None, and ``method="ilp"`` then
+    solves the integer program: still the optimum."""
+    import skstruct.inference._ilp as ilp
+
+    unary, edges, pairwise = frustrated(np.random.default_rng(5), 5, 3)
+    pw = np.arange(len(edges))
+    assert ilp.certified_trws(unary, edges, pairwise, pw) is None
+    assert ilp.trws_branch_and_bound(unary, edges, pairwise, pw, max_nodes=1) is None
+    calls = []
+    solve = ilp.ilp_map
+
+    def counted(*args):
+        calls.append(1)
+        return solve(*args)
+
+    monkeypatch.setattr(ilp, "BB_MAX_NODES", 1)
+    monkeypatch.setattr(ilp, "ilp_map", counted)
+    labels = map_inference(unary, edges, pairwise, method="ilp")
+    best = all_scores(unary, edges, pairwise)[1].max()
+    assert calls and np.isclose(score_of(unary, edges, pairwise, labels), best)
+
+
 def test_lp_relaxation_bounds_the_ilp_and_is_loose_on_frustrated_cycles():
     rng = np.random.default_rng(13)
     n_loose = 0

