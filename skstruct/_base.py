@@ -14,7 +14,7 @@ from ._core import n_threads
 from ._core._packing import check_sequence
 from ._core._params import Interval, InvalidParameterError, KeywordOnly
 from ._core._validation import check_n_jobs
-from .models import StructuredModel, auto_model
+from .models import StructuredModel, _fastpath, auto_model
 
 # the range of C (and C_energy) the learners accept: beyond it the weights or the
 # gradients, scaled by C, overflow their squared norms to inf (or underflow them to 0,
@@ -342,12 +342,27 @@ class StructuredEstimatorMixin(KeywordOnly):
         estimator."""
         if "coef_" not in self.__dict__ or not self._fast_chains():
             return None
-        from .models._fastpath import chain_predict
-
         if self.n_jobs is None:
-            return chain_predict(self.model_, X, *self._weights())
+            return _fastpath.chain_predict(self.model_, X, *self._weights())
         with n_threads(self.n_jobs):
-            return chain_predict(self.model_, X, *self._weights())
+            return _fastpath.chain_predict(self.model_, X, *self._weights())
+
+    def _predict_one(self, X, clamp=None, forbidden=None):
+        """:meth:`predict` of one chain sample by the compiled fast path, or None.
+
+        It runs before ``predict`` enters its ``n_threads`` context: one sample is
+        decoded serially and touches no thread pool, and setting the pools up and back
+        costs as much as the decoding itself (a service tags one sentence per call).
+        """
+        if (clamp is not None or forbidden is not None or type(X) is not list or len(X) != 1
+                or "coef_" not in self.__dict__ or not self._fast_chains()):
+            return None
+        try:
+            check_n_jobs(getattr(self, "n_jobs", None))
+        except ValueError:
+            # the threaded path raises it, as every other call does
+            return None
+        return _fastpath.chain_predict(self.model_, X, *self._weights())
 
     def predict(self, X, *, clamp=None, forbidden=None):
         """Most likely labelling of every sample (MAP; TRW-S on loopy graphs).
@@ -548,3 +563,22 @@ class StructuredEstimatorMixin(KeywordOnly):
 
 
 _thread_methods(StructuredEstimatorMixin)
+
+
+def _one_sample_first(threaded):
+    """The mixin's ``predict`` (``threaded``, run inside ``n_threads``) preceded by
+    :meth:`~StructuredEstimatorMixin._predict_one`, outside the context.  Subclasses
+    that define their own ``predict`` do not get the shortcut (theirs may differ)."""
+
+    @functools.wraps(threaded)
+    def predict(self, X, *, clamp=None, forbidden=None):
+        out = self._predict_one(X, clamp, forbidden)
+        if out is not None:
+            return out
+        return threaded(self, X, clamp=clamp, forbidden=forbidden)
+
+    predict._threaded = True
+    return predict
+
+
+StructuredEstimatorMixin.predict = _one_sample_first(StructuredEstimatorMixin.predict)

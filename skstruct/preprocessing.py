@@ -6,10 +6,14 @@ from itertools import accumulate, chain, islice
 
 import numpy as np
 import scipy.sparse as sp
+import sklearn.utils
+from sklearn import get_config
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
+
+from ._core._rows import coded_rows
 
 __all__ = ["NodeTransformer"]
 
@@ -218,45 +222,64 @@ def _vectorize_dicts(transformer, dicts, fitting):
     return _align_api_if_sparse(X)
 
 
-# the (feature, value) -> column tables of fitted DictVectorizers, built on first use and
+# the feature -> value -> column tables of fitted DictVectorizers, built on first use and
 # dropped with the vectoriser (nothing is stored on the estimators, nor pickled)
 _TABLES = weakref.WeakKeyDictionary()
-# the code of a (feature, value) pair the table does not hold
+# the code of a number whose column the table does not say (looked up by name), and of an
+# item the general path must code
 _MISS = -2
 _OTHER = -3
-_VALUE_TYPES = frozenset({str, bool, int, float})
 _NUMBER_TYPES = (bool, int, float)
 _INT32_MAX = 2 ** 31 - 1
 _NO_VALUES = np.zeros(0)
+# whether sklearn's configuration chooses the sparse class (sklearn >= 1.8)
+_SPARSE_INTERFACE = hasattr(sklearn.utils, "_align_api_if_sparse")
 
 
-class _Codes(dict):
-    """``(feature, value) -> column`` (-1: no entry), read by ``map(table.__getitem__,
-    items)`` without a Python call per item found.  A pair it does not hold is a string
-    feature never seen in ``fit`` (-1: the table holds every pair whose name is in the
-    vocabulary), :data:`_MISS` for a number (coded where its value is known), or
-    :data:`_OTHER` for a key that is not a string (the general path codes it)."""
+class _Values(dict):
+    """``value -> column`` of one feature (-1: no entry), read as ``table[f][v]`` with no
+    Python call for a value it holds.  A value it does not hold is a string never seen
+    with this feature in ``fit`` (-1), a number (:data:`_MISS`: coded where its value is
+    known) or anything else (:data:`_OTHER`: the general path codes it, or raises as
+    sklearn does)."""
 
-    def __missing__(self, key):
-        f, v = key
-        if type(f) is not str:
-            return _OTHER
-        return -1 if type(v) is str else _MISS
+    __slots__ = ()
+
+    def __missing__(self, v):
+        if type(v) is str:
+            return -1
+        return _MISS if type(v) in _NUMBER_TYPES else _OTHER
+
+
+class _OtherKeys(dict):
+    """The values of a key that is not a string: every item goes to the general path."""
+
+    __slots__ = ()
+
+    def __missing__(self, v):
+        return _OTHER
+
+
+# the values of a string feature never seen in fit, and of a key that is not a string
+# (empty: only read)
+_UNSEEN = _Values()
+_OTHER_KEY = _OtherKeys()
 
 
 def _pair_table(t):
-    """The :class:`_Codes` of a fitted ``DictVectorizer`` ``t``, so that a token's items
-    are coded by one dict look-up each, with no name to build: every way to cut a
-    vocabulary name ``f + separator + v`` into a string feature and its value, and
-    ``(name, True)`` (column) and ``(name, False)`` (-1: no entry) for the names without
-    a separator, which numbers and booleans use.  What it does not hold is coded as
+    """The ``feature -> _Values`` table of a fitted ``DictVectorizer`` ``t``, so that a
+    token's items are coded by two look-ups each in dicts of string keys (CPython's
+    fastest path), with no name to build and no tuple to hash: every way to cut a
+    vocabulary name ``f + separator + v`` into a string feature and its value, and the
+    values ``True`` (column) and ``False`` (-1: no entry) of the names without a
+    separator, which numbers and booleans use (``1``, ``1.0``, ``0`` and ``0.0`` equal
+    them, and so take the same codes).  What it does not hold is coded as
     :func:`_vectorize_dicts` codes it."""
     vocab, sep = t.vocabulary_, t.separator
     entry = _TABLES.get(t)
     if entry is not None and entry[0] is vocab and entry[1] == len(vocab) and entry[2] == sep:
         return entry[3]
-    table = _Codes()
-    prefixes = {}
+    table = {}
     n = len(sep)
     for name, j in vocab.items():
         if not isinstance(name, str):
@@ -264,12 +287,17 @@ def _pair_table(t):
         j = int(j)
         i = name.find(sep)
         if i < 0:
-            table[(name, True)] = j
-            table[(name, False)] = -1
+            values = table.get(name)
+            if values is None:
+                values = table[name] = _Values()
+            values[True] = j
+            values[False] = -1
         while i >= 0:
-            # one string object per feature prefix: the names share few of them
-            f = prefixes.setdefault(name[:i], name[:i])
-            table[(f, name[i + n:])] = j
+            f = name[:i]
+            values = table.get(f)
+            if values is None:
+                values = table[f] = _Values()
+            values[name[i + n:]] = j
             i = name.find(sep, i + 1)
     _TABLES[t] = (vocab, len(vocab), sep, table)
     return table
@@ -277,12 +305,8 @@ def _pair_table(t):
 
 def _sparse_type():
     """The sparse class sklearn's configuration makes transformers return."""
-    try:
-        from sklearn.utils import _align_api_if_sparse  # noqa: F401
-    except ImportError:     # sklearn < 1.8 returns sparse matrices
+    if not _SPARSE_INTERFACE:     # sklearn < 1.8 returns sparse matrices
         return sp.csr_matrix
-    from sklearn import get_config
-
     return sp.csr_array if get_config().get("sparse_interface") == "sparray" else sp.csr_matrix
 
 
@@ -325,35 +349,64 @@ def _csr_blocks(out, offsets):
     return parts
 
 
-def _transform_dicts_fast(t, X):
-    """:meth:`NodeTransformer.transform` of chains of feature dicts by a fitted
-    ``DictVectorizer`` (sparse, float64): the same list of CSR blocks, from one dict
-    look-up per item and one compiled pass, or None when the general path must answer
-    (other input, types or transformers; items sharing a column)."""
+def _dict_vectorizer():
+    """sklearn's ``DictVectorizer`` class, imported on first use (not with skstruct)."""
     from sklearn.feature_extraction import DictVectorizer
 
-    if (type(t) is not DictVectorizer or not t.sparse or t.dtype not in (np.float64, float)
+    return DictVectorizer
+
+
+def _transform_dicts_fast(t, X):
+    """:meth:`NodeTransformer.transform` of chains of feature dicts by a fitted
+    ``DictVectorizer`` (sparse, float64): the same list of CSR blocks, from two dict
+    look-ups per item and one compiled pass, or None when the general path must answer
+    (other input, types or transformers; items sharing a column).
+
+    Nothing is scanned ahead: whatever the table cannot code exactly (a key that is not
+    a string, a value of another type, a token that is not a mapping) shows as a code or
+    an error of the look-ups themselves, and sends the whole call to the general path."""
+    if (type(t).__name__ != "DictVectorizer" or type(t) is not _dict_vectorizer()
+            or not t.sparse or t.dtype not in (np.float64, float)
             or type(X) is not list or not X or not isinstance(t.separator, str)
             or not t.separator or not hasattr(t, "vocabulary_")):
         return None
-    if set(map(type, X)) != {list}:
-        return None
-    tokens = list(chain.from_iterable(X))
-    # (the keys are checked where the table misses: a hit's key equals a string)
-    if (not tokens or set(map(type, tokens)) != {dict}
-            or not set(map(type, chain.from_iterable(map(dict.values, tokens))))
-            <= _VALUE_TYPES):
+    if len(X) == 1:
+        if type(X[0]) is not list:
+            return None
+        tokens = X[0]
+    else:
+        if set(map(type, X)) != {list}:
+            return None
+        tokens = list(chain.from_iterable(X))
+    if not tokens:
         return None
     table = _pair_table(t)
+    try:
+        try:
+            codes = [table[f][v] for tok in tokens for f, v in tok.items()]
+        except KeyError:
+            # a feature fit never saw, or a key that is not a string: no vocabulary name
+            # starts with a string one and a separator, so its strings have no column
+            # (its numbers are looked up by name: "a=b" may be a number's own name)
+            get = table.get
+            codes = [get(f, _UNSEEN if type(f) is str else _OTHER_KEY)[v]
+                     for tok in tokens for f, v in tok.items()]
+    except (AttributeError, TypeError):
+        # a token without items(), or a value that cannot be a dict key
+        return None
+    n_items = len(codes)
+    if n_items >= _INT32_MAX:
+        return None
+    coded = np.fromiter(codes, np.int64, n_items)
     lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
-    if int(lengths.sum()) >= _INT32_MAX:
-        return None
-    codes = list(map(table.__getitem__, chain.from_iterable(map(dict.items, tokens))))
-    values = _NO_VALUES
-    if _OTHER in codes:
-        return None
-    if _MISS in codes:
-        values = np.ones(len(codes))
+    # (int32 row pointers, as _vectorize_dicts gives below 2 ** 31 entries)
+    indptr = np.empty(len(tokens) + 1, np.int32)
+    indices, data, status = coded_rows(coded, _NO_VALUES, lengths, indptr)
+    if status == -2:
+        if _OTHER in codes:
+            return None
+        # numbers whose columns the table does not say: coded here, with their values
+        values = np.ones(n_items)
         vocab = t.vocabulary_
         ends = list(accumulate(lengths.tolist()))
         p = codes.index(_MISS)
@@ -365,16 +418,12 @@ def _transform_dicts_fast(t, X):
             if j is not None and v == 0:
                 j = None
             values[p] = v
-            codes[p] = -1 if j is None else j
+            coded[p] = -1 if j is None else j
             try:
                 p = codes.index(_MISS, p + 1)
             except ValueError:
                 break
-    from ._core._rows import coded_rows
-
-    # (int32 row pointers, as _vectorize_dicts gives below 2 ** 31 entries)
-    indptr = np.empty(len(tokens) + 1, np.int32)
-    indices, data, status = coded_rows(np.array(codes, np.int64), values, lengths, indptr)
+        indices, data, status = coded_rows(coded, values, lengths, indptr)
     if status != -1:
         return None
     out = _new_csr(_sparse_type(), data, indices, indptr, (len(tokens), len(t.vocabulary_)))

@@ -128,3 +128,21 @@ def test_refit_rebuilds_the_table():
     nt.fit([[{"w": "b"}, {"w": "c"}]])
     assert nt.transform([[{"w": "a"}, {"w": "b"}]])[0].toarray().tolist() == [[0.0, 0.0],
                                                                               [1.0, 0.0]]
+
+
+def test_values_sklearn_reads_otherwise_take_the_general_path():
+    # a tuple of strings is one column per string for sklearn; None is a number's name
+    train = [[{"a": "x", "n": 2.0}, {"a": "y"}]]
+    nt = NodeTransformer(DictVectorizer()).fit(train)
+    for X in ([[{"a": ("x", "y")}]], [[{"a": "x", "n": None}]], [[{"a": ["x"]}]],
+              [[{"a": "x"}, [("a", "x")]]]):
+        assert pre._transform_dicts_fast(nt.transformer_, X) is None
+    out = nt.transform([[{"a": ("x", "y")}]])[0].toarray()
+    np.testing.assert_array_equal(out, nt.transformer_.transform([{"a": ("x", "y")}]).toarray())
+    # features never seen in fit, among known ones, in one sentence and in a batch
+    X = [[{"a": "x", "zz": "x", "n": 3}, {"zz": 1.0, "a": "q"}]]
+    for batch in (X, X + X):
+        fast = pre._transform_dicts_fast(nt.transformer_, batch)
+        assert fast is not None
+        ref = nt.transformer_.transform([t for s in batch for t in s]).toarray()
+        np.testing.assert_array_equal(sp.vstack(fast).toarray(), ref)

@@ -13,13 +13,16 @@ def coded_rows(codes, values, lengths, indptr):
     is the entry ``(r, j)`` of value ``values[p]`` (1.0 when ``values`` is empty), a
     negative code is no entry.  Writes the row pointers ``indptr`` (n_rows + 1,) and
     returns ``(indices, data, status)``: the entries, columns increasing within each row,
-    and -1, or the first row where two items share a column (whose order scipy's sort
+    and -1; or nothing and -2 if a code is below -1 (an item the caller codes itself
+    first); or the first row where two items share a column (whose order scipy's sort
     leaves unspecified: the caller then takes the general path).
     """
     nnz = 0
     for p in range(codes.shape[0]):
         if codes[p] >= 0:
             nnz += 1
+        elif codes[p] < -1:
+            return np.empty(0, np.int32), np.empty(0), -2
     indices = np.empty(nnz, np.int32)
     data = np.empty(nnz)
     ones = values.shape[0] == 0

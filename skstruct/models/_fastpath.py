@@ -20,6 +20,7 @@ import numpy as np
 from .._core._jit import jit
 from .._core._packing import MAX_FEATURE
 from ._chain import chain_oracle
+from ._models import ChainModel
 
 # statuses of the kernels: the samples are valid (the labels are written), or the
 # general path must answer
@@ -223,8 +224,6 @@ def chain_predict(model, X, W, P):
     (a list of CSR float64 matrices, or of float64 arrays) at weights ``W`` (F, K) and
     ``P`` (1, K, K): the list of label arrays the general path returns, or None when
     the general path must answer (another model or input, or input it refuses)."""
-    from ._models import ChainModel
-
     if (type(model) is not ChainModel or model.bias or model.start_end
             or model.inference_method not in ("auto", "chain") or type(X) is not list or not X
             or "param_shapes_" not in model.__dict__):

@@ -149,3 +149,35 @@ def test_inputs_left_to_the_general_path(fitted):
         est = StructuredSVM(model=model, max_iter=2, random_state=0).fit(Xs, ys)
         assert chain_predict(est.model_, Xs, *est._weights()) is None
         _same(est.predict(Xs), _general(est, Xs))
+
+
+def test_one_sample_is_decoded_outside_the_thread_context(fitted, monkeypatch):
+    """One chain sample touches no thread pool, so ``predict`` decodes it before setting
+    the pools up (a service tags one sentence per call); a batch still runs inside the
+    context, and an invalid ``n_jobs`` still raises."""
+    import skstruct._base as base
+
+    svm, crf = fitted
+    rng = np.random.default_rng(3)
+    X, _ = _data(rng, 4, 6, 4, 0.6, empty=False)
+    expect = {id(est): [_general(est, [x])[0] for x in X] for est in fitted}
+
+    def no_context(n_jobs):
+        raise AssertionError("thread context entered")
+
+    monkeypatch.setattr(base, "n_threads", no_context)
+    for est in fitted:
+        for x, e in zip(X, expect[id(est)]):
+            for xk in (x, sp.csr_matrix(x)):
+                out = est.predict([xk])
+                assert len(out) == 1
+                np.testing.assert_array_equal(out[0], e)
+        with pytest.raises(AssertionError, match="thread context"):
+            est.predict(X)
+    monkeypatch.undo()
+    svm.n_jobs = 0
+    try:
+        with pytest.raises(ValueError, match="n_jobs"):
+            svm.predict(X[:1])
+    finally:
+        svm.n_jobs = None
