@@ -130,31 +130,6 @@ CERTIFY_ITER = 100
 CERTIFY_TOL = 1e-10
 
 
-def certified_trws(unary, edges, pairwise, pw_index):
-    """TRW-S on one graph, kept only when its bound certifies the labelling optimal.
-
-    ``unary`` (n, K), ``edges`` (E, 2) local to the graph, edge ``e`` scored by
-    ``pairwise[pw_index[e]]``.  Returns ``(labels, score)`` when the gap between TRW-S's
-    upper bound and its labelling's score closes to :data:`CERTIFY_TOL` (relative), else
-    ``None``.  On the graphs learning meets (a few hundred nodes, a local polytope that is
-    tight, or nearly, once the weights are good) this settles most samples in
-    microseconds, and a closed gap is as much a proof of optimality as branch and bound's.
-    """
-    from .._core._graph import Adjacency, build_adjacency
-    from ._trws import trws_one
-
-    n, K = unary.shape
-    E = edges.shape[0]
-    adj = Adjacency(*build_adjacency(n, edges))
-    labels = np.zeros(n, np.int64)
-    bound, _, _, score = trws_one(0, n, 0, E, edges, unary, pairwise, pw_index, adj,
-                                  np.zeros((2 * E, K)), CERTIFY_ITER, CERTIFY_TOL, 10, False,
-                                  labels)
-    if np.isfinite(score) and bound - score <= CERTIFY_TOL * max(1.0, abs(bound)):
-        return labels, float(score)
-    return None
-
-
 # nodes of TRW-S's branch and bound (one TRW-S run each, milliseconds on the graphs
 # learning meets) before the integer program takes over
 BB_MAX_NODES = 1000
@@ -170,18 +145,15 @@ def _branch_choice(unary, adj_offsets, adj_edge, adj_side, messages):
     best_v, best_k, best_margin = -1, -1, np.inf
     for v in range(n):
         _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, belief)
-        top, second, top_k = -np.inf, -np.inf, -1
+        top, second, top_k, allowed = -np.inf, -np.inf, -1, 0
         for k in range(K):
             if unary[v, k] == -np.inf:
                 continue
+            allowed += 1
             if top_k < 0 or belief[k] > top:
                 second, top, top_k = top, belief[k], k
             elif belief[k] > second:
                 second = belief[k]
-        allowed = 0
-        for k in range(K):
-            if unary[v, k] > -np.inf:
-                allowed += 1
         # (a second best of -inf gives an infinite margin: still a node to split)
         if allowed >= 2 and (best_v < 0 or top - second < best_margin):
             best_v, best_k, best_margin = v, top_k, top - second
@@ -197,8 +169,11 @@ def trws_branch_and_bound(unary, edges, pairwise, pw_index, max_nodes=None):
     the node when it does not exceed the best score found by more than
     :data:`CERTIFY_TOL` (relative), and its labelling is a candidate.  A node is split
     on the node whose two best reparametrised scores are closest: that node takes its
-    best label (searched first) or any other.  The root is :func:`certified_trws`: on a
-    tight relaxation the search ends there.
+    best label (searched first) or any other.  On a tight relaxation the search ends at
+    its root: TRW-S's labelling, certified optimal by its bound (on the graphs learning
+    meets, a few hundred nodes whose local polytope is tight or nearly so once the weights
+    are good, this settles most samples in microseconds; a closed gap is as much a proof
+    of optimality as the search's).  ``max_nodes=1`` asks for that certificate alone.
 
     Returns ``(labels, score)``, optimal up to :data:`CERTIFY_TOL`, or ``None`` when
     ``max_nodes`` nodes (default :data:`BB_MAX_NODES`) did not close the search: the

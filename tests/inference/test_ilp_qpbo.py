@@ -158,7 +158,7 @@ def test_both_routes_of_ilp_are_the_optimum_of_enumeration(K):
     """``method="ilp"`` takes TRW-S's labelling when its bound closes the gap, and runs
     branch and bound otherwise: each route alone is checked against enumeration, on
     graphs where TRW-S certifies (tight) and on frustrated ones where it cannot."""
-    from skstruct.inference._ilp import certified_trws, ilp_map
+    from skstruct.inference._ilp import ilp_map, trws_branch_and_bound
 
     rng = np.random.default_rng(7 + K)
     n_certified = 0
@@ -177,7 +177,8 @@ def test_both_routes_of_ilp_are_the_optimum_of_enumeration(K):
             labels, score = ilp_map(unary, edges, pairwise)
             assert np.isclose(score, best) and np.isclose(
                 score_of(unary, edges, pairwise, labels), best)
-            found = certified_trws(unary, edges, pairwise, np.arange(len(edges)))
+            found = trws_branch_and_bound(unary, edges, pairwise, np.arange(len(edges)),
+                                          max_nodes=1)
             if found is None:
                 continue
             n_certified += 1
@@ -190,14 +191,14 @@ def test_both_routes_of_ilp_are_the_optimum_of_enumeration(K):
 def test_ilp_on_frustrated_cycles_needs_branch_and_bound():
     """Odd cycles rewarding disagreement: TRW-S's bound stays above the optimum, so the
     certificate is refused and branch and bound gives the optimum."""
-    from skstruct.inference._ilp import certified_trws
+    from skstruct.inference._ilp import trws_branch_and_bound
 
     rng = np.random.default_rng(3)
     for n in (3, 5, 7):
         edges = cycle(n)
         unary = rng.normal(scale=0.01, size=(n, 2))
         pairwise = np.tile(np.array([[0.0, 1.0], [1.0, 0.0]]), (n, 1, 1))
-        assert certified_trws(unary, edges, pairwise, np.arange(n)) is None
+        assert trws_branch_and_bound(unary, edges, pairwise, np.arange(n), max_nodes=1) is None
         labels = map_inference(unary, edges, pairwise, method="ilp")
         best = all_scores(unary, edges, pairwise)[1].max()
         assert np.isclose(score_of(unary, edges, pairwise, labels), best)
@@ -218,7 +219,7 @@ def test_trws_branch_and_bound_is_the_optimum_of_enumeration(K):
     """The search over TRW-S's bound, on its own, against enumeration: frustrated
     graphs (where the root's certificate is refused and the search branches) and random
     loopy ones, forbidden labels and forbidden pairs included."""
-    from skstruct.inference._ilp import certified_trws, trws_branch_and_bound
+    from skstruct.inference._ilp import trws_branch_and_bound
 
     rng = np.random.default_rng(40 + K)
     problems = [frustrated(rng, K + 1 + t % 2, K) for t in range(6)]
@@ -246,7 +247,7 @@ def test_trws_branch_and_bound_is_the_optimum_of_enumeration(K):
             continue
         assert np.isclose(score, best) and np.isclose(
             score_of(unary, edges, pairwise, labels), best)
-        n_branched += certified_trws(unary, edges, pairwise, pw) is None
+        n_branched += trws_branch_and_bound(unary, edges, pairwise, pw, max_nodes=1) is None
     # the search itself is exercised, not only its root
     assert n_branched >= 4
 
@@ -258,7 +259,7 @@ def test_branch_and_bound_hands_over_to_the_integer_program(monkeypatch):
 
     unary, edges, pairwise = frustrated(np.random.default_rng(5), 5, 3)
     pw = np.arange(len(edges))
-    assert ilp.certified_trws(unary, edges, pairwise, pw) is None
+    # (one node: the root's certificate alone, refused here)
     assert ilp.trws_branch_and_bound(unary, edges, pairwise, pw, max_nodes=1) is None
     calls = []
     solve = ilp.ilp_map
