@@ -87,7 +87,8 @@ def _stack(nodes):
     return stacked, offsets
 
 
-def _stack_y(y, offsets):
+def _check_y(y, offsets):
+    """The samples' label arrays, checked against their node counts (None without y)."""
     if y is None:
         return None
     if len(y) != offsets.shape[0] - 1:
@@ -97,7 +98,12 @@ def _stack_y(y, offsets):
         if yi.ndim != 1 or yi.shape[0] != offsets[i + 1] - offsets[i]:
             raise ValueError(f"sample {i}: labels of shape {yi.shape} for "
                              f"{offsets[i + 1] - offsets[i]} nodes")
-    return np.concatenate(parts)
+    return parts
+
+
+def _stack_y(parts):
+    """The node labels of :func:`_check_y`'s arrays, stacked for the transformer."""
+    return None if parts is None else np.concatenate(parts)
 
 
 def _split(out, offsets):
@@ -555,15 +561,17 @@ class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             return None
         nodes, graph = _unpack(X)
         stacked, offsets = _stack(nodes)
-        y_nodes = _stack_y(y, offsets)
+        y_parts = _check_y(y, offsets)
         self._set_n_features(stacked)
         self.transformer_ = transformer
         if not transform:
-            transformer.fit(stacked, y_nodes)
+            transformer.fit(stacked, _stack_y(y_parts))
             return None
+        # (DictVectorizer reads no labels: the fast path stacks none; CoNLL-2000's
+        # labels come as wide text arrays, 36 MB stacked)
         out = _vectorize_dicts(transformer, stacked, fitting=True)
         if out is None:
-            out = transformer.fit_transform(stacked, y_nodes)
+            out = transformer.fit_transform(stacked, _stack_y(y_parts))
         return self._rebuild(X, graph, out, offsets)
 
     def transform(self, X):

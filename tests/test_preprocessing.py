@@ -116,6 +116,16 @@ def test_node_labels_reach_supervised_transformers(letters):
     np.testing.assert_array_equal(nt.transformer_.get_support(), ref.get_support())
     with pytest.raises(ValueError, match="sample 1: labels of shape"):
         NodeTransformer(SelectKBest(k=2)).fit(X[:2], [y[0], y[1][:-1]])
+    # and through fit_transform; a DictVectorizer reads no labels (none are stacked for
+    # it), but they are checked all the same
+    Xt = NodeTransformer(SelectKBest(f_classif, k=7)).fit_transform(X, y)
+    np.testing.assert_array_equal(np.concatenate(Xt), ref.transform(np.concatenate(X)))
+    dicts = [[{"w": "a"}, {"w": "b"}], [{"w": "c"}]]
+    for fit in ("fit", "fit_transform"):
+        with pytest.raises(ValueError, match="sample 1: labels of shape"):
+            getattr(NodeTransformer(DictVectorizer()), fit)(dicts, [["x", "y"], ["x", "y"]])
+        with pytest.raises(ValueError, match="X has 2 samples but y has 1"):
+            getattr(NodeTransformer(DictVectorizer()), fit)(dicts, [["x", "y"]])
 
 
 def test_sklearn_api(letters):
