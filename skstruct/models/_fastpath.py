@@ -134,22 +134,21 @@ def dense_chain_labels(X, node_offsets, store_all, W, P, decode, xdata, xind, xp
     or a value above ``MAX_FEATURE`` (the general path names it)."""
     S = node_offsets.shape[0] - 1
     F = X.shape[1]
+    q = 0
+    xptr[0] = 0
+    # checked as they are copied: one read of X (a copy cut short by a bad value is not
+    # used; ``xdata`` holds every non-zero entry, NaN included, so it never overflows)
     for s in range(S):
         for v in range(node_offsets[s], node_offsets[s + 1]):
             for j in range(F):
-                if not abs(X[v, j]) <= MAX_FEATURE:
+                x = X[v, j]
+                if not abs(x) <= MAX_FEATURE:
                     return s
-    N = X.shape[0]
-    q = 0
-    xptr[0] = 0
-    for v in range(N):
-        for j in range(F):
-            x = X[v, j]
-            if store_all or x != 0.0:
-                xdata[q] = x
-                xind[q] = j
-                q += 1
-        xptr[v + 1] = q
+                if store_all or x != 0.0:
+                    xdata[q] = x
+                    xind[q] = j
+                    q += 1
+            xptr[v + 1] = q
     if decode:
         _decode_serial(node_offsets, xdata, xind, xptr, W, P, out)
     return OK
@@ -243,8 +242,9 @@ def chain_predict(model, X, W, P):
             return None
         A, node_offsets = stacked
         N = A.shape[0]
-        store_all = bool(N > 0 and F > 0 and np.count_nonzero(A) >= 0.5 * A.size)
-        n_max = A.size if store_all else np.count_nonzero(A)
+        nnz = np.count_nonzero(A)
+        store_all = bool(N > 0 and F > 0 and nnz >= 0.5 * A.size)
+        n_max = A.size if store_all else nnz
         xdata = np.empty(n_max)
         xind = np.empty(n_max, np.int32)
         xptr = np.empty(N + 1, np.int64)
