@@ -342,6 +342,9 @@ class StructuredEstimatorMixin(KeywordOnly):
         estimator."""
         if "coef_" not in self.__dict__ or not self._fast_chains():
             return None
+        if type(X) is list and len(X) == 1:
+            # one sample: :meth:`_predict_one` tried it before this context was entered
+            return None
         if self.n_jobs is None:
             return _fastpath.chain_predict(self.model_, X, *self._weights())
         with n_threads(self.n_jobs):
@@ -357,11 +360,8 @@ class StructuredEstimatorMixin(KeywordOnly):
         if (clamp is not None or forbidden is not None or type(X) is not list or len(X) != 1
                 or "coef_" not in self.__dict__ or not self._fast_chains()):
             return None
-        try:
-            check_n_jobs(getattr(self, "n_jobs", None))
-        except ValueError:
-            # the threaded path raises it, as every other call does
-            return None
+        # (the error every other call raises from its thread context)
+        check_n_jobs(getattr(self, "n_jobs", None))
         return _fastpath.chain_predict(self.model_, X, *self._weights())
 
     def predict(self, X, *, clamp=None, forbidden=None):

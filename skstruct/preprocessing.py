@@ -293,17 +293,11 @@ def _pair_table(t):
         j = int(j)
         i = name.find(sep)
         if i < 0:
-            values = table.get(name)
-            if values is None:
-                values = table[name] = _Values()
+            values = table.setdefault(name, _Values())
             values[True] = j
             values[False] = -1
         while i >= 0:
-            f = name[:i]
-            values = table.get(f)
-            if values is None:
-                values = table[f] = _Values()
-            values[name[i + n:]] = j
+            table.setdefault(name[:i], _Values())[name[i + n:]] = j
             i = name.find(sep, i + 1)
     _TABLES[t] = (vocab, len(vocab), sep, table)
     return table
@@ -355,13 +349,6 @@ def _csr_blocks(out, offsets):
     return parts
 
 
-def _dict_vectorizer():
-    """sklearn's ``DictVectorizer`` class, imported on first use (not with skstruct)."""
-    from sklearn.feature_extraction import DictVectorizer
-
-    return DictVectorizer
-
-
 def _transform_dicts_fast(t, X):
     """:meth:`NodeTransformer.transform` of chains of feature dicts by a fitted
     ``DictVectorizer`` (sparse, float64): the same list of CSR blocks, from two dict
@@ -371,8 +358,9 @@ def _transform_dicts_fast(t, X):
     Nothing is scanned ahead: whatever the table cannot code exactly (a key that is not
     a string, a value of another type, a token that is not a mapping) shows as a code or
     an error of the look-ups themselves, and sends the whole call to the general path."""
-    if (type(t).__name__ != "DictVectorizer" or type(t) is not _dict_vectorizer()
-            or not t.sparse or t.dtype not in (np.float64, float)
+    from sklearn.feature_extraction import DictVectorizer
+
+    if (type(t) is not DictVectorizer or not t.sparse or t.dtype not in (np.float64, float)
             or type(X) is not list or not X or not isinstance(t.separator, str)
             or not t.separator or not hasattr(t, "vocabulary_")):
         return None
