@@ -1415,7 +1415,7 @@ def _params_table():
         ("step_size", 0.0), ("step_size", -1.0), ("class_weight", {9: 1.0})]]
     table += [(NonLocalCRF, p, v) for p, v in [
         ("psi", "linear"), ("n_components", 0), ("gamma", -1.0), ("gamma", "auto"),
-        ("psi_init", np.nan), ("inference", "exact"), ("max_oracle_calls", 0),
+        ("psi_init", np.nan), ("inference_method", "exact"), ("max_oracle_calls", 0),
         ("n_pieces", 0), ("n_pieces", "some"), ("inference_tol", -1.0), ("step_size", 0),
         ("lipschitz", -1.0), ("learning", "batch"), ("energy_max_iter", -1),
         ("learning_rate", 0), ("batch_size", 0), ("fit_theta", "no"), ("C_energy", 0),
