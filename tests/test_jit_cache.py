@@ -1,7 +1,9 @@
 """The disk cache of the kernels is validated against every kernel module of the package,
 so that editing a called kernel's file cannot leave a caller's stale compiled copy in use."""
 
+import numpy as np
 import pytest
+from numba import prange
 
 from skstruct._core import _jit
 
@@ -38,3 +40,50 @@ def test_skstruct_kernels_use_the_package_stamp():
     locator = viterbi_batch._cache._impl.locator
     assert type(locator).__name__.startswith("SkstructPackage")
     assert locator.get_source_stamp() == _jit.package_stamp()
+
+
+# one compilation per argument type: a kernel called from other kernels with constants
+# and prange indices is compiled once, for the plain types
+
+
+@_jit.jit(cache=False)
+def _scaled(a, i, double):
+    return a[i] * (2.0 if double else 1.0)
+
+
+@_jit.jit(cache=False)
+def _constants(a):
+    return _scaled(a, 0, True) + _scaled(a, 1, False) + _scaled(a, 2, True)
+
+
+@_jit.pjit(cache=False)
+def _loop(a, out):
+    for j in prange(a.shape[0]):
+        out[j] = _scaled(a, j, False)
+
+
+@_jit.jit(cache=False)
+def _pick(t, i):
+    return t[i]
+
+
+@_jit.jit(cache=False)
+def _from_tuple(x):
+    # a heterogeneous tuple is indexed by a literal only
+    return _pick((x, 2.5), 1) + _pick((x, 2.5), 0)
+
+
+def test_constants_and_loop_indices_compile_one_signature():
+    a = np.array([1.0, 2.0, 3.0])
+    out = np.zeros(3)
+    assert _constants(a) == 2.0 + 2.0 + 6.0
+    _loop(a, out)
+    np.testing.assert_array_equal(out, a)
+    assert len(_scaled.signatures) == 1
+    sig = _scaled.signatures[0]
+    assert (str(sig[1]), str(sig[2])) == ("int64", "bool")
+
+
+def test_a_kernel_that_needs_the_literal_still_gets_it():
+    assert _from_tuple(1) == 3.5
+    assert {str(s[1]) for s in _pick.signatures} == {"Literal[int](0)", "Literal[int](1)"}

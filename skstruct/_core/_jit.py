@@ -25,7 +25,7 @@ import hashlib
 import os
 
 import numba
-from numba.core import caching
+from numba.core import caching, errors, types
 
 FASTMATH = frozenset({"nsz", "arcp", "contract", "afn", "reassoc"})
 
@@ -35,8 +35,43 @@ def jit(func=None, **kwargs):
     opts = {"cache": True, "nogil": True, "fastmath": set(FASTMATH), "error_model": "numpy"}
     opts.update(kwargs)
     if func is None:
-        return lambda f: numba.njit(**opts)(f)
-    return numba.njit(**opts)(func)
+        return lambda f: _one_per_type(numba.njit(**opts)(f))
+    return _one_per_type(numba.njit(**opts)(func))
+
+
+def _plain(t):
+    """The argument type a kernel called from another kernel is compiled for."""
+    t = types.unliteral(t)
+    # a prange loop's index is unsigned; kernels take indices as int64
+    return types.int64 if t == types.uint64 else t
+
+
+def _one_per_type(dispatcher):
+    """Compile ``dispatcher``'s kernel once per argument *type* when other kernels call it.
+
+    numba compiles a kernel called from another kernel for the exact types at the call
+    site: a constant argument (``f(x, 0)``) as its literal value, and a ``prange`` loop's
+    index as an unsigned integer.  Every call site with another constant or loop then
+    compiles the kernel, and with it everything it calls, once more: one entry of the
+    subgradient solver was compiled six times.  Here such arguments are compiled as their
+    plain types (``int64``, ``bool``), and the call site converts its value.  A kernel whose
+    typing needs the literal value (a constant index into a heterogeneous tuple) falls back
+    to numba's own choice.
+    """
+    exact = dispatcher.get_call_template
+
+    def get_call_template(args, kws):
+        plain = tuple(_plain(a) for a in args)
+        plain_kws = {k: _plain(v) for k, v in kws.items()}
+        if plain != tuple(args) or plain_kws != kws:
+            try:
+                return exact(plain, plain_kws)
+            except errors.TypingError:
+                pass
+        return exact(args, kws)
+
+    dispatcher.get_call_template = get_call_template
+    return dispatcher
 
 
 def pjit(func=None, **kwargs):

@@ -500,7 +500,8 @@ class MapOptions:
         self.unary, self.y, self.loss_weights = unary, y, loss_weights
         self.unlabelled = np.zeros(unary.shape[0], bool)
         self._messages = messages
-        self.max_iter, self.tol, self.damping = max_iter, tol, damping
+        # as the kernels take them: an integer tol would compile them a second time
+        self.max_iter, self.tol, self.damping = int(max_iter), float(tol), float(damping)
         self._aug = None
 
     @property
@@ -681,7 +682,8 @@ class MarginalsCall:
                  n_samples):
         self.node, self.edge_out, self.logz, self.mode = node, edge_out, logz, mode
         self.chunks, self.messages = chunks, messages
-        self.max_iter, self.tol, self.damping = max_iter, tol, damping
+        # as the kernels take them: an integer tol would compile them a second time
+        self.max_iter, self.tol, self.damping = int(max_iter), float(tol), float(damping)
         self.n_iter = np.ones(n_samples, np.int64)
         self.converged = np.ones(n_samples, bool)
         self.feasible = np.ones(n_samples, bool)
