@@ -1179,7 +1179,10 @@ def corrupt_features(f, how, rng):
     if how == "one_d":
         return f[:, 0], r"node features must be 2-D \(n, n_features\), got shape"
     if how == "three_d":
-        return f[..., None], r"node features must be 2-D \(n, n_features\), got shape"
+        # an estimator whose default model takes images reads (n, 1, 1) as a 1-pixel-wide
+        # image, and then finds the labels' shape wrong: also a clear refusal
+        return f[..., None], (r"(node features must be 2-D \(n, n_features\), got shape"
+                              r"|labels must have the image's shape)")
     return [{"a": float(v)} for v in f[:, 0]], r"node features are dicts"
 
 
