@@ -8,7 +8,7 @@ assert "numba" not in sys.modules, "import skstruct must not import numba"
 from skstruct.inference import _chain, _tree, _exact
 from skstruct._core import _graph
 import skstruct.inference as inf
-kernels = [_chain.viterbi_batch, _chain.forward_backward_batch, _tree.tree_batch,
+kernels = [_chain._viterbi_batch_chunks, _chain._fb_chunks, _tree._tree_batch_chunks,
            _exact.exact_batch, _graph.build_adjacency]
 assert all(k.signatures == [] for k in kernels), "a kernel was compiled at import"
 assert all(k._cache.__class__.__name__ == "FunctionCache" for k in kernels), "cache=True"

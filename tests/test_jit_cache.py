@@ -35,7 +35,7 @@ def test_stamp_ignores_modules_without_kernels(fake_package):
 
 
 def test_skstruct_kernels_use_the_package_stamp():
-    from skstruct.inference._chain import viterbi_batch
+    from skstruct.inference._chain import _viterbi_batch_chunks as viterbi_batch
 
     locator = viterbi_batch._cache._impl.locator
     assert type(locator).__name__.startswith("SkstructPackage")

@@ -9,6 +9,7 @@
 * :mod:`._params`: the declarative parameter tables of the estimators;
 * :mod:`._decoders`: the registry of inference methods (names, codes, capabilities);
 * :mod:`._jit`: the one place that sets numba's compilation flags.
+* :mod:`._pool`: the threads a batch kernel's chunks of samples run on.
 
 Importing this package imports neither numba nor scipy (the inference API
 must stay cheap to import): the packing of samples, which needs

@@ -74,6 +74,20 @@ def _one_per_type(dispatcher):
     return dispatcher
 
 
+def variant(func, name):
+    """A copy of the Python function ``func`` named ``name``, to compile ``func``'s code a
+    second way (serially and in parallel, say) with its own entry in numba's cache, which
+    names entries by the function's qualified name."""
+    import types as pytypes
+
+    copy = pytypes.FunctionType(func.__code__, func.__globals__, name, func.__defaults__,
+                                func.__closure__)
+    copy.__qualname__ = name
+    copy.__module__ = func.__module__
+    copy.__doc__ = func.__doc__
+    return copy
+
+
 def pjit(func=None, **kwargs):
     """Compile ``func`` as a parallel (``prange``) cached kernel."""
     return jit(func, parallel=True, **kwargs)

@@ -28,9 +28,10 @@ def n_threads(n_jobs):
     """A context in which skstruct's work runs on ``n_jobs`` threads; the previous
     settings are restored on leaving it.
 
-    It governs every thread pool a call touches: numba's (the compiled kernels),
-    any OpenMP runtime's, and BLAS's (numpy's and scipy's linear algebra, through
-    threadpoolctl).  The kernels get ``n`` threads; BLAS gets one: its calls
+    It governs every thread pool a call touches: skstruct's own (most batch kernels,
+    see :mod:`._pool`), numba's (the others), any OpenMP runtime's, and BLAS's (numpy's
+    and scipy's linear algebra, through threadpoolctl).  The kernels get ``n`` threads;
+    BLAS gets one: its calls
     inside skstruct are small and alternate with the kernels', and its idle
     threads spin on the cores the kernels need, which slows both, so that a
     fit with ``n_jobs=1`` keeps exactly one core busy and one with

@@ -14,9 +14,9 @@ once per chunk and summed outputs get one buffer per chunk.
 from typing import NamedTuple
 
 import numpy as np
-from numba import prange
 
-from .._core._jit import jit, pjit
+from .._core._jit import jit
+from .._core._pool import for_chunks
 from ._modes import EDGES_EACH, EDGES_NONE, EDGES_PER_TABLE
 
 # Below this, a scaled forward-backward step has lost too much mass relative
@@ -128,18 +128,13 @@ def _viterbi_one(unary, y, loss_weights, pairwise, pw_index, n0, e0, T, bp, labe
     return score
 
 
-@pjit
-def viterbi_batch(node_offsets, edge_offsets, unary, pairwise, pw_index, y, loss_weights,
-                  active, chunks, bp, labels, scores):
-    """Max-sum decoding of every active chain.
-
-    ``y`` (N,) int64 true labels and ``loss_weights`` (K,) add the weighted
-    Hamming loss to the unary scores (loss-augmented decoding); pass an empty
-    ``y`` for plain MAP.  ``bp`` is an (N, K) integer scratch array (uint8 is
-    enough for K <= 256).  Writes ``labels`` (N,) and ``scores`` (S,).
-    """
+@jit
+def _viterbi_batch_chunks(node_offsets, edge_offsets, unary,
+                          pairwise, pw_index, y, loss_weights, active,
+                          chunks, bp, labels, scores, c0, c1):
+    # the kernel of viterbi_batch, over the chunks c0 <= c < c1
     K = unary.shape[1]
-    for c in prange(chunks.shape[0] - 1):
+    for c in range(c0, c1):
         delta = np.empty(K)
         best = np.empty(K)
         arg = np.empty(K)
@@ -154,6 +149,26 @@ def viterbi_batch(node_offsets, edge_offsets, unary, pairwise, pw_index, y, loss
                 continue
             scores[s] = _viterbi_one(unary, y, loss_weights, pairwise, pw_index, n0,
                                      edge_offsets[s], T, bp, labels, delta, best, arg, row)
+
+
+def viterbi_batch(node_offsets, edge_offsets, unary, pairwise, pw_index, y,
+                  loss_weights, active, chunks, bp, labels, scores):
+    """Max-sum decoding of every active chain.
+
+    ``y`` (N,) int64 true labels and ``loss_weights`` (K,) add the weighted
+    Hamming loss to the unary scores (loss-augmented decoding); pass an empty
+    ``y`` for plain MAP.  ``bp`` is an (N, K) integer scratch array (uint8 is
+    enough for K <= 256).  Writes ``labels`` (N,) and ``scores`` (S,).
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
+    """
+    def run(c0, c1):
+        _viterbi_batch_chunks(node_offsets, edge_offsets, unary,
+                              pairwise, pw_index, y, loss_weights,
+                              active, chunks, bp, labels, scores, c0,
+                              c1)
+
+    for_chunks(run, chunks)
 
 
 @jit
@@ -485,22 +500,11 @@ def _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index
     return dirty
 
 
-@pjit
-def forward_backward_batch(node_offsets, edge_offsets, unary, pairwise, pw_index, active,
-                           chunks, edge_mode, node_out, edge_out, logz_out):
-    """Sum-product on every active chain.
-
-    ``edge_out`` is 4-D: with ``edge_mode`` 0 it is ignored; 1 writes the
-    marginal of every edge into ``edge_out[0]`` (shape (1, E, K, K)); 2 sums
-    them per pairwise matrix into ``edge_out[chunk, pw_index[e]]`` (shape
-    (n_chunks, M, K, K), zeroed by the caller), which is what a gradient with
-    tied parameters needs.  An infeasible chain (every labelling scores
-    ``-inf``) gets ``logz = -inf`` and all-zero marginals.
-    """
-    epair, pmax = exp_tables(pairwise)
-    n_samples = node_offsets.shape[0] - 1
-    use_log = np.zeros(n_samples, np.bool_)
-    for c in prange(chunks.shape[0] - 1):
+@jit
+def _fb_chunks(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index, active,
+               chunks, edge_mode, node_out, edge_out, logz_out, use_log, c0, c1):
+    # the kernel of forward_backward_batch, over the chunks c0 <= c < c1
+    for c in range(c0, c1):
         dirty = _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index,
                           active, chunks[c], chunks[c + 1], edge_mode, node_out, edge_out, c,
                           logz_out, use_log)
@@ -510,6 +514,28 @@ def forward_backward_batch(node_offsets, edge_offsets, unary, pairwise, pw_index
             _fb_chunk(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index,
                       active, chunks[c], chunks[c + 1], edge_mode, node_out, edge_out, c,
                       logz_out, use_log)
+
+
+def forward_backward_batch(node_offsets, edge_offsets, unary, pairwise, pw_index, active,
+                           chunks, edge_mode, node_out, edge_out, logz_out):
+    """Sum-product on every active chain.
+
+    ``edge_out`` is 4-D: with ``edge_mode`` 0 it is ignored; 1 writes the
+    marginal of every edge into ``edge_out[0]`` (shape (1, E, K, K)); 2 sums
+    them per pairwise matrix into ``edge_out[chunk, pw_index[e]]`` (shape
+    (n_chunks, M, K, K), zeroed by the caller), which is what a gradient with
+    tied parameters needs.  An infeasible chain (every labelling scores
+    ``-inf``) gets ``logz = -inf`` and all-zero marginals.  Runs on the threads in
+    force (:func:`~skstruct._core._pool.for_chunks`).
+    """
+    epair, pmax = exp_tables(pairwise)
+    use_log = np.zeros(node_offsets.shape[0] - 1, np.bool_)
+
+    def run(c0, c1):
+        _fb_chunks(node_offsets, edge_offsets, unary, pairwise, epair, pmax, pw_index, active,
+                   chunks, edge_mode, node_out, edge_out, logz_out, use_log, c0, c1)
+
+    for_chunks(run, chunks)
 
 
 @jit
@@ -531,13 +557,13 @@ def forward_backward_chain(unary, pairwise, pw_index, edge_mode, node_out, edge_
     return logz[0]
 
 
-@pjit
-def max_marginals_batch(node_offsets, edge_offsets, unary, pairwise, pw_index, active, chunks,
-                        out):
-    """Max-marginals of every active chain: ``out[v, k]`` is the best score of a
-    labelling of the chain that gives node ``v`` label ``k``."""
+@jit
+def _max_marginals_batch_chunks(node_offsets, edge_offsets,
+                                unary, pairwise, pw_index, active,
+                                chunks, out, c0, c1):
+    # the kernel of max_marginals_batch, over the chunks c0 <= c < c1
     K = unary.shape[1]
-    for c in prange(chunks.shape[0] - 1):
+    for c in range(c0, c1):
         beta = np.empty(K)
         nbeta = np.empty(K)
         for s in range(chunks[c], chunks[c + 1]):
@@ -578,3 +604,18 @@ def max_marginals_batch(node_offsets, edge_offsets, unary, pairwise, pw_index, a
                     beta[j] = nbeta[j]
             for j in range(K):
                 out[n0, j] += beta[j]
+
+
+def max_marginals_batch(node_offsets, edge_offsets, unary, pairwise,
+                        pw_index, active, chunks, out):
+    """Max-marginals of every active chain: ``out[v, k]`` is the best score of a
+    labelling of the chain that gives node ``v`` label ``k``.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
+    """
+    def run(c0, c1):
+        _max_marginals_batch_chunks(node_offsets, edge_offsets,
+                                    unary, pairwise, pw_index,
+                                    active, chunks, out, c0, c1)
+
+    for_chunks(run, chunks)

@@ -10,22 +10,18 @@ scores) are honoured whenever a node has an allowed one, forbidden pairs are not
 """
 
 import numpy as np
-from numba import prange
 
-from .._core._jit import pjit
+from .._core._jit import jit
+from .._core._pool import for_chunks
 
 
-@pjit
-def icm_batch(node_offsets, unary, pairwise, pw_index, adj, mask, chunks, max_iter, labels,
-              n_iter, converged):
-    """ICM on every sample of ``mask``: labels into ``labels`` (N,), sweeps run into
-    ``n_iter`` and whether a sweep changed nothing into ``converged`` (S,).
-
-    ``adj`` is the batch's :class:`~skstruct._core._graph.Adjacency`.
-    """
+@jit
+def _icm_batch_chunks(node_offsets, unary, pairwise, pw_index, adj, mask,
+                      chunks, max_iter, labels, n_iter, converged, c0, c1):
+    # the kernel of icm_batch, over the chunks c0 <= c < c1
     adj_offsets, adj_edge, adj_nbr, adj_side = adj.offsets, adj.edge, adj.nbr, adj.side
     K = unary.shape[1]
-    for c in prange(chunks.shape[0] - 1):
+    for c in range(c0, c1):
         score = np.empty(K)
         for s in range(chunks[c], chunks[c + 1]):
             if not mask[s]:
@@ -65,6 +61,23 @@ def icm_batch(node_offsets, unary, pairwise, pw_index, adj, mask, chunks, max_it
                         changed = True
             n_iter[s] = it
             converged[s] = not changed
+
+
+def icm_batch(node_offsets, unary, pairwise, pw_index, adj, mask, chunks, max_iter,
+              labels, n_iter, converged):
+    """ICM on every sample of ``mask``: labels into ``labels`` (N,), sweeps run into
+    ``n_iter`` and whether a sweep changed nothing into ``converged`` (S,).
+
+    ``adj`` is the batch's :class:`~skstruct._core._graph.Adjacency`.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
+    """
+    def run(c0, c1):
+        _icm_batch_chunks(node_offsets, unary, pairwise, pw_index, adj,
+                          mask, chunks, max_iter, labels, n_iter,
+                          converged, c0, c1)
+
+    for_chunks(run, chunks)
 
 
 def run_map(batch, unary, pairwise, pw_index, mask, labels, bound, options):

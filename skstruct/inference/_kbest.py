@@ -41,9 +41,9 @@ entry ``r`` of the parent's list right after ``i`` was merged.  Roots use
 from typing import NamedTuple
 
 import numpy as np
-from numba import prange
 
-from .._core._jit import jit, pjit
+from .._core._jit import jit
+from .._core._pool import for_chunks
 
 
 @jit
@@ -210,9 +210,30 @@ def kbest_one(n0, n1, edges, unary, pairwise, pw_index, forest, k, w, labels, sc
     return n_root
 
 
-@pjit
-def kbest_batch(node_offsets, edges, unary, pairwise, pw_index, forest, chunks, k, labels,
-                scores, n_found):
+@jit
+def _kbest_batch_chunks(node_offsets, edges, unary, pairwise, pw_index,
+                        forest, chunks, k, labels, scores, n_found, c0, c1):
+    # the kernel of kbest_batch, over the chunks c0 <= c < c1
+    K = unary.shape[1]
+    for c in range(c0, c1):
+        s0 = chunks[c]
+        s1 = chunks[c + 1]
+        n_max = 0
+        for s in range(s0, s1):
+            n_max = max(n_max, node_offsets[s + 1] - node_offsets[s])
+        w = KBestWork(L=np.empty((n_max, K, k)), Ln=np.empty((n_max, K), np.int64),
+                      msg=np.empty((n_max, K, k), np.int64),
+                      stage=np.empty((n_max, K, k), np.int64), cur=np.empty(n_max, np.int64),
+                      mval=np.empty(k), mptr=np.empty(k, np.int64), tmp=np.empty(k),
+                      tptr=np.empty(k, np.int64), pos=np.empty(k, np.int64),
+                      head=np.empty(K, np.int64), zero=np.zeros((K, 1)), root=np.empty(k))
+        for s in range(s0, s1):
+            n_found[s] = kbest_one(node_offsets[s], node_offsets[s + 1], edges, unary,
+                                   pairwise, pw_index, forest, k, w, labels, scores, s)
+
+
+def kbest_batch(node_offsets, edges, unary, pairwise, pw_index, forest, chunks, k,
+                labels, scores, n_found):
     """The k best labellings of every forest sample of a packed batch.
 
     Parameters
@@ -234,20 +255,12 @@ def kbest_batch(node_offsets, edges, unary, pairwise, pw_index, forest, chunks, 
         Out: their scores (entries past a sample's count left untouched).
     n_found : int64 (n_samples,)
         Out: how many labellings each sample has, at most ``k``.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
     """
-    K = unary.shape[1]
-    for c in prange(chunks.shape[0] - 1):
-        s0 = chunks[c]
-        s1 = chunks[c + 1]
-        n_max = 0
-        for s in range(s0, s1):
-            n_max = max(n_max, node_offsets[s + 1] - node_offsets[s])
-        w = KBestWork(L=np.empty((n_max, K, k)), Ln=np.empty((n_max, K), np.int64),
-                      msg=np.empty((n_max, K, k), np.int64),
-                      stage=np.empty((n_max, K, k), np.int64), cur=np.empty(n_max, np.int64),
-                      mval=np.empty(k), mptr=np.empty(k, np.int64), tmp=np.empty(k),
-                      tptr=np.empty(k, np.int64), pos=np.empty(k, np.int64),
-                      head=np.empty(K, np.int64), zero=np.zeros((K, 1)), root=np.empty(k))
-        for s in range(s0, s1):
-            n_found[s] = kbest_one(node_offsets[s], node_offsets[s + 1], edges, unary,
-                                   pairwise, pw_index, forest, k, w, labels, scores, s)
+    def run(c0, c1):
+        _kbest_batch_chunks(node_offsets, edges, unary, pairwise,
+                            pw_index, forest, chunks, k, labels, scores,
+                            n_found, c0, c1)
+
+    for_chunks(run, chunks)

@@ -40,9 +40,9 @@ an edge.
 from typing import NamedTuple
 
 import numpy as np
-from numba import prange
 
-from .._core._jit import jit, pjit
+from .._core._jit import jit
+from .._core._pool import for_chunks
 
 # the node orders of pd_sweeps
 BACK_AND_FORTH = 0     # every sweep in index order and back
@@ -185,20 +185,13 @@ def _node_update(v, adj_offsets, adj_edge, adj_side, theta_v, pairwise, pw_index
             lam[out, k] -= mean
 
 
-@pjit
-def pd_sweeps(node_offsets, adj_offsets, adj_edge, adj_side, theta_v, pairwise, pw_index,
-              c_node, c_edge, eps, lam, n_sweeps, direction, max_degree, chunks):
-    """``n_sweeps`` sweeps of Lemma 1 over the nodes of every sample, in place
-    on ``lam`` (2E, K); parallel over the sample ranges ``chunks``.
-
-    ``direction`` ``BACK_AND_FORTH``: every sweep visits the nodes in index order and
-    back, which carries information both ways along a chain or tree in one sweep, as
-    forward-backward does; ``FORWARD_FIRST`` (or ``BACKWARD_FIRST``): one direction per
-    sweep, alternating, the first in index order (or reversed), half the work per sweep
-    for loopy graphs, where no single sweep converges anyway.
-    """
+@jit
+def _pd_sweeps_chunks(node_offsets, adj_offsets, adj_edge, adj_side,
+                      theta_v, pairwise, pw_index, c_node, c_edge, eps, lam,
+                      n_sweeps, direction, max_degree, chunks, c0, c1):
+    # the kernel of pd_sweeps, over the chunks c0 <= c < c1
     K = theta_v.shape[1]
-    for c in prange(chunks.shape[0] - 1):
+    for c in range(c0, c1):
         mu = np.empty((max(max_degree, 1), K))
         tot = np.empty(K)
         buf = np.empty(K)
@@ -218,17 +211,39 @@ def pd_sweeps(node_offsets, adj_offsets, adj_edge, adj_side, theta_v, pairwise, 
                                      pw_index, c_node, c_edge, eps, lam, mu, tot, buf)
 
 
-@pjit
-def pd_objective(node_offsets, edge_offsets, edges, adj, theta_v, pairwise, pw_index, counting,
-                 lam, chunks, terms, node_beliefs, edge_beliefs, want_beliefs):
-    """Per-sample objective ``terms[s]`` (the two sums of ``F``) at messages
-    ``lam``; with ``want_beliefs`` also the node beliefs (N, K) and the edge
-    beliefs (E, K, K), the partial derivatives of ``F``.  ``adj`` is the batch's
-    :class:`~skstruct._core._graph.Adjacency`, ``counting`` a :class:`Counting`."""
+def pd_sweeps(node_offsets, adj_offsets, adj_edge, adj_side, theta_v, pairwise,
+              pw_index, c_node, c_edge, eps, lam, n_sweeps, direction, max_degree,
+              chunks):
+    """``n_sweeps`` sweeps of Lemma 1 over the nodes of every sample, in place
+    on ``lam`` (2E, K); parallel over the sample ranges ``chunks``.
+
+    ``direction`` ``BACK_AND_FORTH``: every sweep visits the nodes in index order and
+    back, which carries information both ways along a chain or tree in one sweep, as
+    forward-backward does; ``FORWARD_FIRST`` (or ``BACKWARD_FIRST``): one direction per
+    sweep, alternating, the first in index order (or reversed), half the work per sweep
+    for loopy graphs, where no single sweep converges anyway.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
+    """
+    def run(c0, c1):
+        _pd_sweeps_chunks(node_offsets, adj_offsets, adj_edge, adj_side,
+                          theta_v, pairwise, pw_index, c_node, c_edge,
+                          eps, lam, n_sweeps, direction, max_degree,
+                          chunks, c0, c1)
+
+    for_chunks(run, chunks)
+
+
+@jit
+def _pd_objective_chunks(node_offsets, edge_offsets, edges, adj,
+                         theta_v, pairwise, pw_index, counting, lam,
+                         chunks, terms, node_beliefs, edge_beliefs,
+                         want_beliefs, c0, c1):
+    # the kernel of pd_objective, over the chunks c0 <= c < c1
     K = theta_v.shape[1]
     adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
     c_node, c_edge, eps = counting.node, counting.edge, counting.eps
-    for c in prange(chunks.shape[0] - 1):
+    for c in range(c0, c1):
         x = np.empty(K)
         xe = np.empty(K * K)
         for s in range(chunks[c], chunks[c + 1]):
@@ -280,6 +295,25 @@ def pd_objective(node_offsets, edge_offsets, edges, adj, theta_v, pairwise, pw_i
                                     node_beliefs[v, b] += B[a, b]
                         break
             terms[s] = total
+
+
+def pd_objective(node_offsets, edge_offsets, edges, adj, theta_v, pairwise,
+                 pw_index, counting, lam, chunks, terms, node_beliefs,
+                 edge_beliefs, want_beliefs):
+    """Per-sample objective ``terms[s]`` (the two sums of ``F``) at messages
+    ``lam``; with ``want_beliefs`` also the node beliefs (N, K) and the edge
+    beliefs (E, K, K), the partial derivatives of ``F``.  ``adj`` is the batch's
+    :class:`~skstruct._core._graph.Adjacency`, ``counting`` a :class:`Counting`.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
+    """
+    def run(c0, c1):
+        _pd_objective_chunks(node_offsets, edge_offsets, edges, adj,
+                             theta_v, pairwise, pw_index, counting,
+                             lam, chunks, terms, node_beliefs,
+                             edge_beliefs, want_beliefs, c0, c1)
+
+    for_chunks(run, chunks)
 
 
 @jit

@@ -11,9 +11,9 @@ labelling through that parent label is infeasible anyway.
 from typing import NamedTuple
 
 import numpy as np
-from numba import prange
 
-from .._core._jit import jit, pjit
+from .._core._jit import jit
+from .._core._pool import for_chunks
 from ._modes import EDGES_EACH, EDGES_NONE
 
 
@@ -207,9 +207,25 @@ def tree_one(n0, n1, edges, unary, pairwise, pw_index, forest, use_max, full, ed
     return total
 
 
-@pjit
-def tree_batch(node_offsets, edges, unary, pairwise, pw_index, forest, active, chunks, use_max,
-               full, edge_mode, out, value_out):
+@jit
+def _tree_batch_chunks(node_offsets, edges, unary, pairwise, pw_index,
+                       forest, active, chunks, use_max, full, edge_mode, out,
+                       value_out, c0, c1):
+    # the kernel of tree_batch, over the chunks c0 <= c < c1
+    K = unary.shape[1]
+    for c in range(c0, c1):
+        work = tree_work(K)
+        for s in range(chunks[c], chunks[c + 1]):
+            if not active[s]:
+                continue
+            n0 = node_offsets[s]
+            n1 = node_offsets[s + 1]
+            value_out[s] = tree_one(n0, n1, edges, unary, pairwise, pw_index, forest, use_max,
+                                    full, edge_mode, out, c, work)
+
+
+def tree_batch(node_offsets, edges, unary, pairwise, pw_index, forest, active,
+               chunks, use_max, full, edge_mode, out, value_out):
     """Exact inference on every active forest sample.
 
     Upward pass: ``out.belief[v]`` = unary plus messages from the children,
@@ -223,14 +239,12 @@ def tree_batch(node_offsets, edges, unary, pairwise, pw_index, forest, active, c
     ``EDGES_PER_TABLE`` sums them into ``out.edge_out[chunk, pw_index[e]]`` (see
     ``forward_backward_batch``).  ``forest`` is the batch's
     :class:`~skstruct._core._graph.Forest`, ``out`` a :class:`TreeOut`.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
     """
-    K = unary.shape[1]
-    for c in prange(chunks.shape[0] - 1):
-        work = tree_work(K)
-        for s in range(chunks[c], chunks[c + 1]):
-            if not active[s]:
-                continue
-            n0 = node_offsets[s]
-            n1 = node_offsets[s + 1]
-            value_out[s] = tree_one(n0, n1, edges, unary, pairwise, pw_index, forest, use_max,
-                                    full, edge_mode, out, c, work)
+    def run(c0, c1):
+        _tree_batch_chunks(node_offsets, edges, unary, pairwise,
+                           pw_index, forest, active, chunks, use_max,
+                           full, edge_mode, out, value_out, c0, c1)
+
+    for_chunks(run, chunks)

@@ -9,10 +9,10 @@ is that of the general kernels (tests compare the two).
 """
 
 import numpy as np
-from numba import prange
 
 from .._core._decoders import CHAIN
-from .._core._jit import jit, pjit
+from .._core._jit import jit
+from .._core._pool import for_chunks
 from ..inference._chain import maxplus_step
 from ._kernels import add_rows
 
@@ -97,16 +97,13 @@ def _chain_margin(n0, n1, y, U, P, lab):
     return d
 
 
-@pjit
-def chain_pass(node_offsets, xdata, xind, xptr, xrow, xoff, y, lw, W, P, max_nodes, chunks,
-               hinge, ell, out):
-    """Loss-augmented Viterbi on every chain at weights ``W`` (F, K), ``P`` (K, K),
-    parallel over chunks: labels ``out`` (N,), margin-rescaled hinge ``hinge[s]`` and loss
-    ``ell[s]`` per sample.  With zero loss weights ``lw`` the labels are the plain Viterbi
-    ones (prediction; one kernel serves both, so a first fit compiles it once)."""
+@jit
+def _chain_pass_chunks(node_offsets, xdata, xind, xptr, xrow, xoff, y,
+                       lw, W, P, max_nodes, chunks, hinge, ell, out, c0, c1):
+    # the kernel of chain_pass, over the chunks c0 <= c < c1
     K = W.shape[1]
     M = max(max_nodes, 1)
-    for c in prange(chunks.shape[0] - 1):
+    for c in range(c0, c1):
         U = np.empty((M, K))
         fwd = np.empty((M, K))
         lab = np.empty(M, np.int64)
@@ -124,3 +121,20 @@ def chain_pass(node_offsets, xdata, xind, xptr, xrow, xoff, y, lw, W, P, max_nod
             hinge[s] = max(0.0, e + _chain_margin(n0, n1, y, U, P, lab))
             for t in range(n1 - n0):
                 out[n0 + t] = lab[t]
+
+
+def chain_pass(node_offsets, xdata, xind, xptr, xrow, xoff, y, lw, W, P, max_nodes,
+               chunks, hinge, ell, out):
+    """Loss-augmented Viterbi on every chain at weights ``W`` (F, K), ``P`` (K, K),
+    parallel over chunks: labels ``out`` (N,), margin-rescaled hinge ``hinge[s]`` and loss
+    ``ell[s]`` per sample.  With zero loss weights ``lw`` the labels are the plain Viterbi
+    ones (prediction; one kernel serves both, so a first fit compiles it once).
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
+    """
+    def run(c0, c1):
+        _chain_pass_chunks(node_offsets, xdata, xind, xptr, xrow, xoff,
+                           y, lw, W, P, max_nodes, chunks, hinge, ell,
+                           out, c0, c1)
+
+    for_chunks(run, chunks)

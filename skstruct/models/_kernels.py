@@ -7,9 +7,9 @@ See :mod:`skstruct.models._design` for the array conventions.
 """
 
 import numpy as np
-from numba import prange
 
-from .._core._jit import jit, pjit
+from .._core._jit import jit
+from .._core._pool import for_chunks
 
 
 @jit
@@ -168,20 +168,16 @@ def expand_coef(xdata, xind, xptr, xrow, xoff, coef, n_features):
     return out
 
 
-@pjit
-def potentials(D, W, P, loss, chunks, theta_v, PE, truth):
-    """Node scores of the design ``D`` (:class:`~skstruct.models._design.DesignArrays`),
-    loss-augmented when ``loss`` (``+ D.loss_weight[v]`` on every label but ``D.y[v]``),
-    into ``theta_v`` (N, K); edge tables into ``PE`` (E, K, K) unless the design is
-    ``D.tied`` (edge ``e`` then scores ``P[D.pw_index[e]]``); and the score of the
-    labelling ``D.y`` (without the loss) summed per chunk of samples into ``truth``.
-    Nodes with ``y == -1`` add nothing to it."""
+@jit
+def _potentials_chunks(D, W, P, loss, chunks, theta_v, PE, truth, c0,
+                       c1):
+    # the kernel of potentials, over the chunks c0 <= c < c1
     node_offsets, edge_offsets, edges = D.node_offsets, D.edge_offsets, D.edges
     xdata, xind, xptr, xrow, xoff = D.xdata, D.xind, D.xptr, D.xrow, D.xoff
     cmap, csign, dense, tied, pwi = D.cmap, D.csign, D.dense, D.tied, D.pw_index
     edata, eind, eptr, y, lw = D.edata, D.eind, D.eptr, D.y, D.loss_weight
     K = theta_v.shape[1]
-    for c in prange(chunks.shape[0] - 1):
+    for c in range(c0, c1):
         total = 0.0
         for s in range(chunks[c], chunks[c + 1]):
             n0 = node_offsets[s]
@@ -208,3 +204,20 @@ def potentials(D, W, P, loss, chunks, theta_v, PE, truth):
                     continue
                 total += P[pwi[e], a, b] if tied else PE[e, a, b]
         truth[c] = total
+
+
+def potentials(D, W, P, loss, chunks, theta_v, PE, truth):
+    """Node scores of the design ``D`` (:class:`~skstruct.models._design.DesignArrays`),
+    loss-augmented when ``loss`` (``+ D.loss_weight[v]`` on every label but ``D.y[v]``),
+    into ``theta_v`` (N, K); edge tables into ``PE`` (E, K, K) unless the design is
+    ``D.tied`` (edge ``e`` then scores ``P[D.pw_index[e]]``); and the score of the
+    labelling ``D.y`` (without the loss) summed per chunk of samples into ``truth``.
+    Nodes with ``y == -1`` add nothing to it.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
+    """
+    def run(c0, c1):
+        _potentials_chunks(D, W, P, loss, chunks, theta_v, PE, truth, c0,
+                           c1)
+
+    for_chunks(run, chunks)

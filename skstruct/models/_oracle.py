@@ -38,11 +38,11 @@ relaxation only the subgradient ``-psi`` and the value are meaningful).
 from typing import NamedTuple
 
 import numpy as np
-from numba import prange
 
 from .._core._decoders import CHAIN, EXACT, GRAPHCUT, ILP, QPBO, TREE
 from .._core._graph import Adjacency, Forest
-from .._core._jit import jit, pjit
+from .._core._jit import jit
+from .._core._pool import for_chunks
 from ..inference._chain import _viterbi_one
 from ..inference._exact import exact_map_one
 from ..inference._graphcut import graphcut_one
@@ -418,21 +418,22 @@ def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate):
     return oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work)
 
 
-@pjit
+@jit
+def _hinge_chunks(D, surrogate, scale_w, W, P, sc, max_nodes, max_edges, chunks, c0, c1,
+                  hinge, ell):
+    U, Ua, PE, msgs, bp, lab, Sc = sc.U, sc.Ua, sc.PE, sc.msgs, sc.bp, sc.lab, sc.Sc
+    work = make_work(U.shape[1], max_nodes, max_edges, sc.belief, sc.up)
+    for s in range(chunks[c0], chunks[c1]):
+        ell[s], hinge[s], _ = _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc,
+                                      work, surrogate)
+
+
 def hinge_pass(D, surrogate, scale_w, W, P, sc, max_nodes, max_edges, chunks, hinge, ell):
     """Surrogate value ``hinge[s]`` and corner loss ``ell[s]`` of every sample at
-    ``scale_w * W, P`` (parallel over chunks of samples), with ``sc.lab`` the
-    maximisers (``sc`` the :class:`~skstruct.models._predict.OracleScratch`)."""
-    # a parallel loop loses writes made through a named tuple's field inside it: the
-    # arrays are taken out first
-    U, Ua, PE, msgs, bp, lab, Sc = sc.U, sc.Ua, sc.PE, sc.msgs, sc.bp, sc.lab, sc.Sc
-    belief, up = sc.belief, sc.up
-    K = U.shape[1]
-    for c in prange(chunks.shape[0] - 1):
-        work = make_work(K, max_nodes, max_edges, belief, up)
-        for s in range(chunks[c], chunks[c + 1]):
-            ell[s], hinge[s], _ = _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc,
-                                          work, surrogate)
+    ``scale_w * W, P`` (the chunks of samples on the threads in force), with ``sc.lab``
+    the maximisers (``sc`` the :class:`~skstruct.models._predict.OracleScratch`)."""
+    for_chunks(lambda c0, c1: _hinge_chunks(D, surrogate, scale_w, W, P, sc, max_nodes,
+                                            max_edges, chunks, c0, c1, hinge, ell), chunks)
 
 
 def loss_augmented_labels(design, W, P, inference_iter):

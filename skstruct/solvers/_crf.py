@@ -21,6 +21,7 @@ from numba import prange
 from .._core import n_chunks, segment_sum
 from .._core._decoders import CHAIN
 from .._core._jit import jit, pjit
+from .._core._pool import for_chunks
 from .._core._validation import check_memory
 from ..inference._api import marginals_batch
 from ..inference._chain import _fb_log, exp_tables, scaled_forward
@@ -147,21 +148,9 @@ class ChainArrays(NamedTuple):
     y: np.ndarray              # (N,) true labels
 
 
-@pjit
-def chain_value_grad(A, w, P, chunks, G, nll):
-    """The chain CRF's negative log-likelihood and its gradient in one pass.
-
-    ``A`` are the design's :class:`ChainArrays`; ``w`` the node weights, flat: the
-    ``(F, K)`` table row by row, or with ``A.compact`` the weights of the pairs
-    ``A.wptr``/``A.wlab`` (:func:`seen_pairs`).
-    Per chunk ``c`` of samples, and per sample: node scores, forward-backward
-    (scaled, or in log space where scaling fails) and the gradient ``sum_v
-    x_v (mu_v - e_{y_v})`` into ``G[c, :w.size]``, the edge tables' into
-    ``G[c, w.size:]`` (``(M, K, K)`` flat), all in scratch of the longest
-    sample's size; ``nll[c]`` gets ``sum (log Z - score(y))`` of the chunk
-    (``inf`` if a true labelling is impossible).  Stored zeros are skipped.
-    Identity class-to-column map only.
-    """
+@jit
+def _chain_value_grad_chunks(A, w, P, chunks, G, nll, c0, c1):
+    # the kernel of chain_value_grad, over the chunks c0 <= c < c1
     node_offsets, edge_offsets = A.node_offsets, A.edge_offsets
     xdata, xind, xptr, xrow, xoff = A.xdata, A.xind, A.xptr, A.xrow, A.xoff
     wptr, wlab, compact, pwi, y = A.wptr, A.wlab, A.compact, A.pw_index, A.y
@@ -169,7 +158,7 @@ def chain_value_grad(A, w, P, chunks, G, nll):
     M = P.shape[0]
     nW = w.shape[0]
     epair, pmax = exp_tables(P)
-    for c in prange(chunks.shape[0] - 1):
+    for c in range(c0, c1):
         tmax = 1
         for s in range(chunks[c], chunks[c + 1]):
             tmax = max(tmax, node_offsets[s + 1] - node_offsets[s])
@@ -249,6 +238,28 @@ def chain_value_grad(A, w, P, chunks, G, nll):
                         for k in range(K):
                             Gc[b + k] += xv * r[k]
         nll[c] = total
+
+
+def chain_value_grad(A, w, P, chunks, G, nll):
+    """The chain CRF's negative log-likelihood and its gradient in one pass.
+
+    ``A`` are the design's :class:`ChainArrays`; ``w`` the node weights, flat: the
+    ``(F, K)`` table row by row, or with ``A.compact`` the weights of the pairs
+    ``A.wptr``/``A.wlab`` (:func:`seen_pairs`).
+    Per chunk ``c`` of samples, and per sample: node scores, forward-backward
+    (scaled, or in log space where scaling fails) and the gradient ``sum_v
+    x_v (mu_v - e_{y_v})`` into ``G[c, :w.size]``, the edge tables' into
+    ``G[c, w.size:]`` (``(M, K, K)`` flat), all in scratch of the longest
+    sample's size; ``nll[c]`` gets ``sum (log Z - score(y))`` of the chunk
+    (``inf`` if a true labelling is impossible).  Stored zeros are skipped.
+    Identity class-to-column map only.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
+    """
+    def run(c0, c1):
+        _chain_value_grad_chunks(A, w, P, chunks, G, nll, c0, c1)
+
+    for_chunks(run, chunks)
 
 
 class CRFObjective:

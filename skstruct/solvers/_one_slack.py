@@ -53,10 +53,10 @@ import hashlib
 import time
 
 import numpy as np
-from numba import prange
 
 from .._core import n_chunks, n_threads
-from .._core._jit import jit, pjit
+from .._core._jit import jit
+from .._core._pool import for_chunks
 from .._core._validation import check_memory
 from ..models._chain import chain_pass
 from ..models._kernels import _tables, labelling_score, node_scores
@@ -291,12 +291,12 @@ def plane_from_labels(D, lab, n0_node, n1_node, e0_edge, e1_edge, scale, GW, GP)
     return scale * loss
 
 
-@pjit
-def cache_pass(D, W, P, U, PE, cache, cache_n, chunks, out, best):
-    """Each sample's most violating cached labelling at ``W, P`` into ``out`` (the true
-    labelling when none violates its margin) and its hinge into ``best``."""
+@jit
+def _cache_pass_chunks(D, W, P, U, PE, cache, cache_n, chunks, out,
+                       best, c0, c1):
+    # the kernel of cache_pass, over the chunks c0 <= c < c1
     y, lw, edges, pwi = D.y, D.loss_weight, D.edges, D.pw_index
-    for c in prange(chunks.shape[0] - 1):
+    for c in range(c0, c1):
         for s in range(chunks[c], chunks[c + 1]):
             n0 = D.node_offsets[s]
             n1 = D.node_offsets[s + 1]
@@ -324,6 +324,19 @@ def cache_pass(D, W, P, U, PE, cache, cache_n, chunks, out, best):
             if pick >= 0:
                 for v in range(n0, n1):
                     out[v] = cache[pick, v]
+
+
+def cache_pass(D, W, P, U, PE, cache, cache_n, chunks, out, best):
+    """Each sample's most violating cached labelling at ``W, P`` into ``out`` (the true
+    labelling when none violates its margin) and its hinge into ``best``.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
+    """
+    def run(c0, c1):
+        _cache_pass_chunks(D, W, P, U, PE, cache, cache_n, chunks, out,
+                           best, c0, c1)
+
+    for_chunks(run, chunks)
 
 
 @jit

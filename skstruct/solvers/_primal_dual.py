@@ -11,12 +11,12 @@ trials), :class:`ParameterStep`, the parameter step with its memory, and
 
 
 import numpy as np
-from numba import prange
 
 from .._core import n_chunks
 from .._core._decoders import CHAIN, TREE
 from .._core._graph import Adjacency
-from .._core._jit import pjit
+from .._core._jit import jit
+from .._core._pool import for_chunks
 from .._core._validation import check_memory
 from ..inference._primal_dual import (
     BACK_AND_FORTH,
@@ -34,15 +34,10 @@ from ..models._kernels import potentials
 from ._lbfgs import two_loop
 
 
-@pjit
-def fused_value(D, adj, W, P, loss, counting, lam, chunks, terms, truth):
-    """:func:`potentials` and :func:`~skstruct.inference._primal_dual.pd_objective`
-    (without beliefs) in one pass: the objective terms per sample and the
-    true labelling's score per chunk, with no (N, K) or (E, K, K) array
-    written.  For the line search, which evaluates many trial weights once
-    each.  ``D`` is the design's :class:`~skstruct.models._design.DesignArrays`, ``adj``
-    the batch's :class:`~skstruct._core._graph.Adjacency`, ``counting`` a
-    :class:`~skstruct.inference._primal_dual.Counting`."""
+@jit
+def _fused_value_chunks(D, adj, W, P, loss, counting, lam, chunks,
+                        terms, truth, c0, c1):
+    # the kernel of fused_value, over the chunks c0 <= c < c1
     node_offsets, edge_offsets, edges = D.node_offsets, D.edge_offsets, D.edges
     adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
     xdata, xind, xptr, xrow, xoff = D.xdata, D.xind, D.xptr, D.xrow, D.xoff
@@ -51,7 +46,7 @@ def fused_value(D, adj, W, P, loss, counting, lam, chunks, terms, truth):
     c_node, c_edge, eps = counting.node, counting.edge, counting.eps
     K = P.shape[1]
     Kp = W.shape[1]
-    for c in prange(chunks.shape[0] - 1):
+    for c in range(c0, c1):
         acc = np.empty(Kp)
         x = np.empty(K)
         xe = np.empty(K * K)
@@ -109,19 +104,28 @@ def fused_value(D, adj, W, P, loss, counting, lam, chunks, terms, truth):
         truth[c] = t_truth
 
 
-@pjit
-def pd_gradient(D, adj, theta_v, pairwise, pw_index, counting, lam, chunks, terms, gW_parts,
-                gP_parts):
-    """Objective terms and the data part of the gradient, fused.
+def fused_value(D, adj, W, P, loss, counting, lam, chunks, terms, truth):
+    """:func:`potentials` and :func:`~skstruct.inference._primal_dual.pd_objective`
+    (without beliefs) in one pass: the objective terms per sample and the
+    true labelling's score per chunk, with no (N, K) or (E, K, K) array
+    written.  For the line search, which evaluates many trial weights once
+    each.  ``D`` is the design's :class:`~skstruct.models._design.DesignArrays`, ``adj``
+    the batch's :class:`~skstruct._core._graph.Adjacency`, ``counting`` a
+    :class:`~skstruct.inference._primal_dual.Counting`.
 
-    Like :func:`pd_objective` with beliefs, but instead of storing the
-    beliefs it accumulates ``sum_v x_v (x) (b_v - e_{y_v})`` (through the
-    class-to-column map ``cmap``/``csign``) into ``gW_parts[c]`` (F, Kp) and
-    ``sum_e ef_e (x) (b_e - e_{y_e})`` (or, ``tied``, per table
-    ``pw_index[e]``) into ``gP_parts[c]`` (EF, K, K), one slice per chunk of
-    samples, so that no (N, K) or (E, K, K) array is written.  ``D``, ``adj`` and
-    ``counting`` as for :func:`fused_value`.
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
     """
+    def run(c0, c1):
+        _fused_value_chunks(D, adj, W, P, loss, counting, lam, chunks,
+                            terms, truth, c0, c1)
+
+    for_chunks(run, chunks)
+
+
+@jit
+def _pd_gradient_chunks(D, adj, theta_v, pairwise, pw_index, counting,
+                        lam, chunks, terms, gW_parts, gP_parts, c0, c1):
+    # the kernel of pd_gradient, over the chunks c0 <= c < c1
     node_offsets, edge_offsets, edges = D.node_offsets, D.edge_offsets, D.edges
     adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
     xdata, xind, xptr, xrow, xoff = D.xdata, D.xind, D.xptr, D.xrow, D.xoff
@@ -129,7 +133,7 @@ def pd_gradient(D, adj, theta_v, pairwise, pw_index, counting, lam, chunks, term
     edata, eind, eptr = D.edata, D.eind, D.eptr
     c_node, c_edge, eps = counting.node, counting.edge, counting.eps
     K = theta_v.shape[1]
-    for c in prange(chunks.shape[0] - 1):
+    for c in range(c0, c1):
         x = np.empty(K)
         b = np.empty(K)
         xe = np.empty(K * K)
@@ -184,23 +188,34 @@ def pd_gradient(D, adj, theta_v, pairwise, pw_index, counting, lam, chunks, term
             terms[s] = total
 
 
-@pjit
-def pd_sweep_gradient(D, adj, theta_v, pairwise, pw_index, counting, lam, forward, max_degree,
-                      chunks, terms, gW_parts, gP_parts):
-    """One sweep of Lemma 1 in one direction, fused with :func:`pd_gradient` at the
-    swept messages: what :func:`~skstruct.inference._primal_dual.pd_sweeps` (one sweep,
-    index order if ``forward``, else reversed) then :func:`pd_gradient` compute, in one
-    pass over the data (the same arithmetic up to rounding).
+def pd_gradient(D, adj, theta_v, pairwise, pw_index, counting, lam, chunks, terms,
+                gW_parts, gP_parts):
+    """Objective terms and the data part of the gradient, fused.
 
-    A node's term and belief read only the messages out of the node, final once the sweep
-    has updated it; an edge's read the messages of its two nodes, final once the sweep has
-    updated the later of them.  So each node's share of the objective and gradient is
-    taken right after its update, and each edge's right after the update of its later
-    node.  Nodes with ``c_node == 0`` at ``eps > 0`` take their belief from an incident
-    edge (see :func:`pd_gradient`), which may not be final yet: the caller uses this
-    kernel only when there are none.  ``D``, ``adj``, ``counting`` and the outputs as for
-    :func:`pd_gradient`.
+    Like :func:`pd_objective` with beliefs, but instead of storing the
+    beliefs it accumulates ``sum_v x_v (x) (b_v - e_{y_v})`` (through the
+    class-to-column map ``cmap``/``csign``) into ``gW_parts[c]`` (F, Kp) and
+    ``sum_e ef_e (x) (b_e - e_{y_e})`` (or, ``tied``, per table
+    ``pw_index[e]``) into ``gP_parts[c]`` (EF, K, K), one slice per chunk of
+    samples, so that no (N, K) or (E, K, K) array is written.  ``D``, ``adj`` and
+    ``counting`` as for :func:`fused_value`.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
     """
+    def run(c0, c1):
+        _pd_gradient_chunks(D, adj, theta_v, pairwise, pw_index,
+                            counting, lam, chunks, terms, gW_parts,
+                            gP_parts, c0, c1)
+
+    for_chunks(run, chunks)
+
+
+@jit
+def _pd_sweep_gradient_chunks(D, adj, theta_v, pairwise,
+                              pw_index, counting, lam, forward,
+                              max_degree, chunks, terms, gW_parts,
+                              gP_parts, c0, c1):
+    # the kernel of pd_sweep_gradient, over the chunks c0 <= c < c1
     node_offsets, edges = D.node_offsets, D.edges
     adj_offsets, adj_edge, adj_side = adj.offsets, adj.edge, adj.side
     xdata, xind, xptr, xrow, xoff = D.xdata, D.xind, D.xptr, D.xrow, D.xoff
@@ -208,7 +223,7 @@ def pd_sweep_gradient(D, adj, theta_v, pairwise, pw_index, counting, lam, forwar
     edata, eind, eptr = D.edata, D.eind, D.eptr
     c_node, c_edge, eps = counting.node, counting.edge, counting.eps
     K = theta_v.shape[1]
-    for c in prange(chunks.shape[0] - 1):
+    for c in range(c0, c1):
         mu = np.empty((max(max_degree, 1), K))
         tot = np.empty(K)
         buf = np.empty(K)
@@ -278,6 +293,34 @@ def pd_sweep_gradient(D, adj, theta_v, pairwise, pw_index, counting, lam, forwar
                                 for bb in range(K):
                                     gP[f, a, bb] += ev * be[a * K + bb]
             terms[s] = total
+
+
+def pd_sweep_gradient(D, adj, theta_v, pairwise, pw_index, counting, lam,
+                      forward, max_degree, chunks, terms, gW_parts, gP_parts):
+    """One sweep of Lemma 1 in one direction, fused with :func:`pd_gradient` at the
+    swept messages: what :func:`~skstruct.inference._primal_dual.pd_sweeps` (one sweep,
+    index order if ``forward``, else reversed) then :func:`pd_gradient` compute, in one
+    pass over the data (the same arithmetic up to rounding).
+
+    A node's term and belief read only the messages out of the node, final once the sweep
+    has updated it; an edge's read the messages of its two nodes, final once the sweep has
+    updated the later of them.  So each node's share of the objective and gradient is
+    taken right after its update, and each edge's right after the update of its later
+    node.  Nodes with ``c_node == 0`` at ``eps > 0`` take their belief from an incident
+    edge (see :func:`pd_gradient`), which may not be final yet: the caller uses this
+    kernel only when there are none.  ``D``, ``adj``, ``counting`` and the outputs as for
+    :func:`pd_gradient`.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_chunks`).
+    """
+    def run(c0, c1):
+        _pd_sweep_gradient_chunks(D, adj, theta_v, pairwise,
+                                  pw_index, counting, lam,
+                                  forward, max_degree, chunks,
+                                  terms, gW_parts, gP_parts, c0,
+                                  c1)
+
+    for_chunks(run, chunks)
 
 
 def counting_numbers(design, cn):

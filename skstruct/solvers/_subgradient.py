@@ -15,7 +15,9 @@ import numpy as np
 from numba import prange
 
 from .._core import n_threads
-from .._core._jit import jit, pjit
+from .._core._jit import jit, pjit, variant
+from .._core._pool import for_range
+from .._core._validation import thread_count
 from ..models._kernels import symmetric_into
 from ..models._oracle import _corner, make_work
 from ..models._submodular import project_supermodular
@@ -153,39 +155,32 @@ def _add_corner(D, s, j, coef, zc, Wv, Wz, Pv, Pz, Sc, trips):
             Pz[eind[p], ta, tb] += zc * d
 
 
-@pjit
-def subgradient_sum(D, surrogate, idx, W, Preal, sc, trips, hinge, max_nodes, max_edges, gW,
-                    gP):
-    """The corners of the samples ``idx`` at ``W, Preal`` (the tables), in parallel:
-    their hinges into ``hinge`` and the sum of their descent directions into ``gW, gP``
-    (``P``'s form).  A mini-batch's share for a step taken elsewhere."""
-    K = sc.U.shape[1]
-    B = idx.shape[0]
-    # fields are read before the parallel loop, which loses writes made through them
-    belief, up = sc.belief, sc.up
-    for j in prange(B):
-        work = make_work(K, max_nodes, max_edges, belief, up)
+@jit
+def _sample_range(D, surrogate, idx, W, Preal, sc, trips, hinge, max_nodes, max_edges, j0, j1):
+    work = make_work(sc.U.shape[1], max_nodes, max_edges, sc.belief, sc.up)
+    for j in range(j0, j1):
         _sample(D, idx[j], j, 1.0, W, Preal, sc, work, surrogate, trips, hinge)
-    for j in range(B):
+
+
+@jit
+def _add_corners(D, idx, sc, trips, gW, gP):
+    for j in range(idx.shape[0]):
         _add_corner(D, idx[j], j, 1.0, 0.0, gW, gW, gP, gP, sc.Sc, trips)
 
 
-@pjit
-def subgradient_epoch(D, surrogate, order, batch_size, lam, schedule, averaging, project, it,
-                      state, sc, work, trips, max_nodes, max_edges):
-    """One epoch over ``order`` in mini-batches; returns the mean surrogate value
-    met along the way (computed at the iterates, not at the final ``w``).
+def subgradient_sum(D, surrogate, idx, W, Preal, sc, trips, hinge, max_nodes, max_edges, gW,
+                    gP):
+    """The corners of the samples ``idx`` at ``W, Preal`` (the tables), on the threads in
+    force: their hinges into ``hinge`` and the sum of their descent directions into
+    ``gW, gP`` (``P``'s form).  A mini-batch's share for a step taken elsewhere."""
+    for_range(lambda j0, j1: _sample_range(D, surrogate, idx, W, Preal, sc, trips, hinge,
+                                           max_nodes, max_edges, j0, j1), idx.shape[0])
+    _add_corners(D, idx, sc, trips, gW, gP)
 
-    ``schedule`` is :func:`step_size`'s; ``it`` are the :class:`Iterates`, ``state`` the
-    :class:`State`, ``sc`` the
-    oracle's :class:`~skstruct.models._scratch.OracleScratch`, ``work`` the
-    :class:`EpochWork` and ``trips`` the corners' :class:`Trips`.
 
-    With ``project`` every step ends with the Euclidean projection of the
-    pairwise tables onto the supermodular cone (projected subgradient
-    descent); the cone is closed under positive scaling, so the projection
-    of ``a * Pv`` is ``a`` times that of ``Pv``, and the averages of
-    feasible iterates stay feasible."""
+def _epoch(D, surrogate, order, batch_size, lam, schedule, averaging, project, it, state, sc,
+           work, trips, max_nodes, max_edges):
+    # the body of subgradient_epoch (below), compiled serially and in parallel
     n_order = order.shape[0]
     Wv, Pv, Wz, Pz = it.Wv, it.Pv, it.Wz, it.Pz
     Preal, mu = work.Preal, work.mu
@@ -269,6 +264,34 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, schedule, averaging,
             a = 1.0
         state.a[()] = a
     return total / max(n_order, 1)
+
+
+# compiled twice: serially for one-sample steps (the default) or one thread, where the
+# parallel compiler would only add compilation (a second copy of the oracle it calls), and
+# in parallel for mini-batches on several threads
+_epoch_serial = jit(variant(_epoch, "_epoch_serial"))
+_epoch_parallel = pjit(variant(_epoch, "_epoch_parallel"))
+
+
+def subgradient_epoch(D, surrogate, order, batch_size, lam, schedule, averaging, project, it,
+                      state, sc, work, trips, max_nodes, max_edges):
+    """One epoch over ``order`` in mini-batches; returns the mean surrogate value
+    met along the way (computed at the iterates, not at the final ``w``).
+
+    ``schedule`` is :func:`step_size`'s; ``it`` are the :class:`Iterates`, ``state`` the
+    :class:`State`, ``sc`` the oracle's :class:`~skstruct.models._scratch.OracleScratch`,
+    ``work`` the :class:`EpochWork` and ``trips`` the corners' :class:`Trips`.
+
+    With ``project`` every step ends with the Euclidean projection of the
+    pairwise tables onto the supermodular cone (projected subgradient
+    descent); the cone is closed under positive scaling, so the projection
+    of ``a * Pv`` is ``a`` times that of ``Pv``, and the averages of
+    feasible iterates stay feasible.  A mini-batch's oracles run on the threads in force.
+    """
+    parallel = batch_size > 1 and thread_count(None) > 1
+    return (_epoch_parallel if parallel else _epoch_serial)(
+        D, surrogate, order, batch_size, lam, schedule, averaging, project, it, state, sc,
+        work, trips, max_nodes, max_edges)
 
 
 class Subgradient(DesignSolver):
