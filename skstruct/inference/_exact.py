@@ -1,9 +1,9 @@
 """Exact inference by enumerating every labelling: the reference for tiny graphs."""
 
 import numpy as np
-from numba import prange
 
-from .._core._jit import jit, pjit
+from .._core._jit import jit
+from .._core._pool import for_range
 
 
 @jit
@@ -105,18 +105,12 @@ def exact_map_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, lab, labels)
     return best
 
 
-@pjit
-def exact_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, active,
-                marginals, labels, best_out, logz_out, node_out, edge_out):
-    """Enumerate all ``K ** n`` labellings of every active sample.
-
-    Writes the argmax labelling into ``labels`` and its score into
-    ``best_out``; with ``marginals`` also the log partition into ``logz_out``
-    and exact node (N, K) and edge (E, K, K) marginals (zero when the sample is
-    infeasible).  The first maximiser in odometer order wins ties.
-    """
+@jit
+def _exact_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, active,
+                       marginals, labels, best_out, logz_out, node_out, edge_out, s0, s1):
+    # the kernel of exact_batch, over the samples s0 <= s < s1
     K = unary.shape[1]
-    for s in prange(node_offsets.shape[0] - 1):
+    for s in range(s0, s1):
         if not active[s]:
             continue
         n0 = node_offsets[s]
@@ -148,3 +142,21 @@ def exact_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, ac
         logz_out[s] = best + np.log(z)
         node_out[n0:n1] /= z
         edge_out[e0:e1] /= z
+
+
+def exact_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, active, marginals,
+                labels, best_out, logz_out, node_out, edge_out):
+    """Enumerate all ``K ** n`` labellings of every active sample.
+
+    Writes the argmax labelling into ``labels`` and its score into
+    ``best_out``; with ``marginals`` also the log partition into ``logz_out``
+    and exact node (N, K) and edge (E, K, K) marginals (zero when the sample is
+    infeasible).  The first maximiser in odometer order wins ties.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_range`).
+    """
+    def run(s0, s1):
+        _exact_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, active,
+                           marginals, labels, best_out, logz_out, node_out, edge_out, s0, s1)
+
+    for_range(run, node_offsets.shape[0] - 1)

@@ -30,9 +30,9 @@ from them (a ``-inf`` arises only by arc-consistency style propagation of
 from typing import NamedTuple
 
 import numpy as np
-from numba import prange
 
-from .._core._jit import jit, pjit
+from .._core._jit import jit
+from .._core._pool import for_range
 from ._exact import _sample_score
 from ._loopy import _adopt, _decode, _gather, _maxplus
 
@@ -90,10 +90,20 @@ def _send(v, p, gamma, theta_hat, adj_edge, adj_side, pairwise, pw_index, messag
             messages[out_row, k] = out[k] - m
 
 
-@pjit
-def labelling_scores_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
-                           labels, out):
+@jit
+def _labelling_scores_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
+                                  labels, out, s0, s1):
+    # the kernel of labelling_scores_batch, over the samples s0 <= s < s1
+    for s in range(s0, s1):
+        out[s] = _sample_score(node_offsets[s], node_offsets[s + 1], edge_offsets[s],
+                               edge_offsets[s + 1], edges, unary, pairwise, pw_index, labels, 0)
+
+
+def labelling_scores_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, labels,
+                           out):
     """Score of a given labelling for every sample.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_range`).
 
     Parameters
     ----------
@@ -114,10 +124,11 @@ def labelling_scores_batch(node_offsets, edge_offsets, edges, unary, pairwise, p
         x_v]`` per sample (0 for an empty sample, ``-inf`` for a labelling that
         violates a hard constraint).
     """
-    n_samples = node_offsets.shape[0] - 1
-    for s in prange(n_samples):
-        out[s] = _sample_score(node_offsets[s], node_offsets[s + 1], edge_offsets[s],
-                               edge_offsets[s + 1], edges, unary, pairwise, pw_index, labels, 0)
+    def run(s0, s1):
+        _labelling_scores_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
+                                      labels, out, s0, s1)
+
+    for_range(run, node_offsets.shape[0] - 1)
 
 
 @jit
@@ -298,10 +309,23 @@ def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj, messages, ma
     return best_bound, n_done, converged, best_score
 
 
-@pjit
-def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
-               messages, max_iter, tol, window, relative, out):
+@jit
+def _trws_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj,
+                      active, messages, max_iter, tol, window, relative, out, s0, s1):
+    # the kernel of trws_batch, over the samples s0 <= s < s1
+    for s in range(s0, s1):
+        if not active[s]:
+            continue
+        _store(out, s, trws_one(node_offsets[s], node_offsets[s + 1], edge_offsets[s],
+                                edge_offsets[s + 1], edges, unary, pairwise, pw_index, adj,
+                                messages, max_iter, tol, window, relative, out.labels))
+
+
+def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active, messages,
+               max_iter, tol, window, relative, out):
     """TRW-S max-sum inference: labelling, upper bound, messages in place.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_range`).
 
     Parameters
     ----------
@@ -358,15 +382,11 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj
     edge (swapping ``edges[e]`` and transposing its table) changes nothing
     but the storage of its two messages.  Self-loops are not supported.
     """
-    n_samples = node_offsets.shape[0] - 1
-    for s in prange(n_samples):
-        if not active[s]:
-            continue
-        # written by a compiled helper: a parallel loop loses writes made through a named
-        # tuple's fields in its own body
-        _store(out, s, trws_one(node_offsets[s], node_offsets[s + 1], edge_offsets[s],
-                                edge_offsets[s + 1], edges, unary, pairwise, pw_index, adj,
-                                messages, max_iter, tol, window, relative, out.labels))
+    def run(s0, s1):
+        _trws_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
+                          messages, max_iter, tol, window, relative, out, s0, s1)
+
+    for_range(run, node_offsets.shape[0] - 1)
 
 
 @jit
@@ -378,23 +398,13 @@ def _store(out, s, res):
     out.score[s] = res[3]
 
 
-@pjit
-def dual_bound_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
-                     messages, bound_out):
-    """Monotonic-chain upper bound on each sample's max score for given messages.
-
-    The bound :func:`trws_batch` reports, evaluated once for ``messages``
-    (read only) without running any iteration, e.g. to certify max-product
-    loopy BP messages.  Arguments are as in :func:`trws_batch`; ``bound_out``
-    float64 ``(S,)`` is written (0 for an empty sample).  Valid for any finite
-    messages; ``-inf`` entries must only rule out labels that no feasible
-    labelling uses, which holds for messages computed by max-product BP or
-    TRW-S from zeros.
-    """
+@jit
+def _dual_bound_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj,
+                            active, messages, bound_out, s0, s1):
+    # the kernel of dual_bound_batch, over the samples s0 <= s < s1
     adj_offsets, adj_edge, adj_nbr, adj_side = adj.offsets, adj.edge, adj.nbr, adj.side
-    n_samples = node_offsets.shape[0] - 1
     n_labels = unary.shape[1]
-    for s in prange(n_samples):
+    for s in range(s0, s1):
         if not active[s]:
             continue
         n0 = node_offsets[s]
@@ -413,3 +423,24 @@ def dual_bound_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_inde
         f2 = np.empty(n_labels)
         bound_out[s] = _chain_bound(n0, n1, theta_hat, chains, adj_offsets[n0], adj, pairwise,
                                     pw_index, messages, f, g, f2)
+
+
+def dual_bound_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
+                     messages, bound_out):
+    """Monotonic-chain upper bound on each sample's max score for given messages.
+
+    The bound :func:`trws_batch` reports, evaluated once for ``messages``
+    (read only) without running any iteration, e.g. to certify max-product
+    loopy BP messages.  Arguments are as in :func:`trws_batch`; ``bound_out``
+    float64 ``(S,)`` is written (0 for an empty sample).  Valid for any finite
+    messages; ``-inf`` entries must only rule out labels that no feasible
+    labelling uses, which holds for messages computed by max-product BP or
+    TRW-S from zeros.
+
+    Runs on the threads in force (:func:`~skstruct._core._pool.for_range`).
+    """
+    def run(s0, s1):
+        _dual_bound_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj,
+                                active, messages, bound_out, s0, s1)
+
+    for_range(run, node_offsets.shape[0] - 1)
