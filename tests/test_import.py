@@ -9,7 +9,7 @@ from skstruct.inference import _chain, _tree, _exact
 from skstruct._core import _graph
 import skstruct.inference as inf
 kernels = [_chain._viterbi_batch_chunks, _chain._fb_chunks, _tree._tree_batch_chunks,
-           _exact.exact_batch, _graph.build_adjacency]
+           _exact._exact_batch_range, _graph.build_adjacency]
 assert all(k.signatures == [] for k in kernels), "a kernel was compiled at import"
 assert all(k._cache.__class__.__name__ == "FunctionCache" for k in kernels), "cache=True"
 """
