@@ -181,10 +181,18 @@ def tree_one(n0, n1, edges, unary, pairwise, pw_index, forest, use_max, full, ed
         _send(pairwise, pw_index, edges, e, p, excl, use_max, down, arg, scratch)
         if not use_max and edge_mode != EDGES_NONE and total > -np.inf:
             _edge_marginal(pairwise, pw_index, edges, e, v, belief[v], excl, xi)
+            # element loops: an array assigned into a slice would compile numba's
+            # shape-mismatch message (its string formatting: seconds of a first fit)
             if edge_mode == EDGES_EACH:
-                edge_out[0, e] = xi
+                eo = edge_out[0, e]
+                for a in range(K):
+                    for b in range(K):
+                        eo[a, b] = xi[a, b]
             else:
-                edge_out[c, pw_index[e]] += xi
+                eo = edge_out[c, pw_index[e]]
+                for a in range(K):
+                    for b in range(K):
+                        eo[a, b] += xi[a, b]
         for k in range(K):
             belief[v, k] += down[k]
     if use_max:
