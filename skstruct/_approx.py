@@ -205,6 +205,9 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         verbose=SHARED,
     )
 
+    # its fit never runs the learners' oracle: predictions take the decoders-only kernel
+    _predict_kernel = "decode"
+
     def __init__(self, *, epsilon=1.0, p=2.0, C=1.0, counting_numbers="bethe", loss="hamming",
                  class_weight=None, model="auto", max_iter=100, message_passes=1, tol=1e-6,
                  solver="lbfgs", step_size=None, warm_start=False, n_jobs=None,

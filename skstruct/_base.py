@@ -312,6 +312,11 @@ class StructuredEstimatorMixin(KeywordOnly):
     def _batched(self):
         return self.model_.has_batched_path()
 
+    # the compiled kernel that decodes samples other than plain chains (see
+    # skstruct.models._predict.predict_labels): the learners' oracle, which a structured
+    # SVM's fit has compiled already
+    _predict_kernel = "oracle"
+
     def _decode(self, X):
         from .models._predict import predict_labels
 
@@ -319,7 +324,7 @@ class StructuredEstimatorMixin(KeywordOnly):
         design, packed = self.model_.design(X)
         W, P = self._weights()
         with n_threads(self.n_jobs):
-            labels = predict_labels(design, W, P, self._predict_iter())
+            labels = predict_labels(design, W, P, self._predict_iter(), self._predict_kernel)
         return labels, packed
 
     def _predict_iter(self):

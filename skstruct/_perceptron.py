@@ -123,6 +123,10 @@ class StructuredPerceptron(StructuredEstimatorMixin, BaseEstimator):
         verbose=SHARED,
     )
 
+
+    # its fit never runs the learners' oracle pass: predictions take the decoders-only kernel
+    _predict_kernel = "decode"
+
     def __init__(self, *, model="auto", max_iter=10, average=True, loss_augmented=False,
                  shuffle=True, inference_iter=10, n_jobs=None, random_state=None, verbose=0):
         self.model = model

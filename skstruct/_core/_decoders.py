@@ -13,7 +13,9 @@ Adding a method: a kernel module in :mod:`skstruct.inference` holding the
 kernel and its runner, one :class:`Method` entry here, and its row in the
 documentation's table of methods (a test compares the table with this one).
 A method usable by the learners (``decoder=True``) also needs its branch in
-:func:`skstruct.models._oracle.decode`.
+:func:`skstruct.models._oracle.decode`, under the flag of its group of decoders
+(:class:`skstruct.models._scratch.Decoders`), which compiles it only into the kernels of
+designs that use it.
 """
 
 from dataclasses import dataclass

@@ -53,6 +53,7 @@ from ..inference._qpbo import qpbo_one
 from ..inference._tree import TreeOut, TreeWork, tree_one
 from ..inference._trws import trws_one
 from ._kernels import _tables, labelling_score, node_scores
+from ._scratch import Decoders
 
 MARGIN, SLACK, POSLEARN, LP = 0, 1, 2, 3
 SURROGATES = {"margin": MARGIN, "slack": SLACK, "poslearn": POSLEARN, "lp": LP}
@@ -109,9 +110,24 @@ def make_work(K, max_nodes, max_edges, belief, up):
 
 
 @jit
-def decode(D, s, Ua, pair, msgs, bp, lab, work):
+def decoders_in(sc):
+    """The :class:`~._scratch.Decoders` of the scratch ``sc``."""
+    return Decoders(chain=sc.dec_chain, tree=sc.dec_tree, exact=sc.dec_exact, cut=sc.dec_cut,
+                    trws=sc.dec_trws)
+
+
+@jit
+def decode(D, s, Ua, pair, msgs, chain, tree, exact, cut, trws, bp, lab, work):
     """MAP labelling of sample ``s`` under node scores ``Ua`` and edge tables
-    ``pair`` into ``lab``, by the sample's decoder ``D.decoder[s]``."""
+    ``pair`` into ``lab``, by the sample's decoder ``D.decoder[s]``.
+
+    ``chain`` ... ``trws`` are the fields of the design's :class:`~._scratch.Decoders`,
+    None for the groups of decoders no sample uses; ``msgs`` is None where no sample reads
+    messages.  numba prunes a branch ``if x is not None`` on an argument typed None
+    before it types the branch: the unused groups' decoders are not compiled into the
+    kernel at all.  (They are arguments rather than one bundle because numba prunes on
+    arguments only, and a function between the kernel and this one would cost a full
+    optimisation of everything below it at compile time.)"""
     n0 = D.node_offsets[s]
     n1 = D.node_offsets[s + 1]
     e0 = D.edge_offsets[s]
@@ -120,34 +136,39 @@ def decode(D, s, Ua, pair, msgs, bp, lab, work):
         return 0.0
     kind = D.decoder[s]
     pwi = D.pw_index
-    if kind == CHAIN:
-        return _viterbi_one(Ua, np.zeros(0, np.int64), D.loss_weight, pair, pwi, n0, e0,
-                            n1 - n0, bp, lab, work.delta, work.best, work.arg, work.row)
-    if kind == TREE:
-        out = TreeOut(labels=lab, belief=work.belief, up_msg=work.up, bp=bp,
-                      edge_out=np.zeros((1, 0, 1, 1)))
-        tw = TreeWork(arg=work.tree_arg, scratch=work.tree_scratch, down=work.down,
-                      excl=work.excl, xi=work.xi)
-        forest = Forest(order=D.order, parent=D.parent, parent_edge=D.parent_edge)
-        return tree_one(n0, n1, D.edges, Ua, pair, pwi, forest, MAX_SUM, UPWARD, EDGES_NONE,
-                        out, 0, tw)
-    if kind == EXACT:
-        return exact_map_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, work.node_lab[:n1 - n0],
-                             lab)
+    if chain is not None:
+        if kind == CHAIN:
+            return _viterbi_one(Ua, np.zeros(0, np.int64), D.loss_weight, pair, pwi, n0, e0,
+                                n1 - n0, bp, lab, work.delta, work.best, work.arg, work.row)
+    if tree is not None:
+        if kind == TREE:
+            out = TreeOut(labels=lab, belief=work.belief, up_msg=work.up, bp=bp,
+                          edge_out=np.zeros((1, 0, 1, 1)))
+            tw = TreeWork(arg=work.tree_arg, scratch=work.tree_scratch, down=work.down,
+                          excl=work.excl, xi=work.xi)
+            forest = Forest(order=D.order, parent=D.parent, parent_edge=D.parent_edge)
+            return tree_one(n0, n1, D.edges, Ua, pair, pwi, forest, MAX_SUM, UPWARD,
+                            EDGES_NONE, out, 0, tw)
+    if exact is not None:
+        if kind == EXACT:
+            return exact_map_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi,
+                                 work.node_lab[:n1 - n0], lab)
     if msgs is None:
         # a design decoded by the three decoders above only has no message array
-        # (``scratch``): numba then prunes this branch when it compiles the kernel, and
-        # the decoders below, with their far larger code, are not compiled at all
         return 0.0
-    if kind == GRAPHCUT:
-        # exact on any graph: the learner keeps the tables supermodular
-        return graphcut_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab)
-    if kind == ILP:
-        # exact on any graph; HiGHS is called through the interpreter, one sample at a time
-        return ilp_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab)
-    if kind == QPBO:
-        return qpbo_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab,
-                        np.empty(n1 - n0, np.bool_))
+    if cut is not None:
+        if kind == GRAPHCUT:
+            # exact on any graph: the learner keeps the tables supermodular
+            return graphcut_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab)
+        if kind == ILP:
+            # exact on any graph; HiGHS is called through the interpreter, one sample at a
+            # time
+            return ilp_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab)
+        if kind == QPBO:
+            return qpbo_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab,
+                            np.empty(n1 - n0, np.bool_))
+    if trws is None:
+        return 0.0
     # a one-iteration, relative stall test keeps learning's inner loop short;
     # the warm-started messages carry the progress from one pass to the next
     adj = Adjacency(offsets=D.adj_offsets, edge=D.adj_edge, nbr=D.adj_nbr, side=D.adj_side)
@@ -327,7 +348,7 @@ def _lp_corner(D, n0, n1, e0, e1, Ua, pair, msgs, lab, Sc, work, n_trip):
 
 
 @jit
-def oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work):
+def oracle(D, s, surrogate, U, Ua, pair, msgs, decoders, bp, lab, Sc, work):
     """Surrogate corner of sample ``s`` given its unary scores ``U`` and tables.
 
     ``surrogate`` is a code of :data:`SURROGATES`.  Writes ``lab`` (the
@@ -349,7 +370,8 @@ def oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work):
     s_true = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, y)
     if surrogate == MARGIN:
         _augment(n0, n1, U, y, lw, D.lgroup, Ua)
-        decode(D, s, Ua, pair, msgs, bp, lab, work)
+        decode(D, s, Ua, pair, msgs, decoders.chain, decoders.tree, decoders.exact,
+               decoders.cut, decoders.trws, bp, lab, work)
         ell = 0.0
         lg = D.lgroup
         for v in range(n0, n1):
@@ -382,7 +404,8 @@ def oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work):
             for k in range(K):
                 if k != y[v]:
                     Ua[v, k] = U[v, k]
-            decode(D, s, Ua, pair, msgs, bp, lab, work)
+            decode(D, s, Ua, pair, msgs, decoders.chain, decoders.tree, decoders.exact,
+                   decoders.cut, decoders.trws, bp, lab, work)
             s_hat = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab)
             wv = lw[v]
             viol = wv * (1.0 + s_hat - s_true)
@@ -410,12 +433,12 @@ def oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work):
 
 
 @jit(inline="always")
-def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc, work, surrogate):
+def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, decoders, bp, lab, Sc, work, surrogate):
     n0 = D.node_offsets[s]
     n1 = D.node_offsets[s + 1]
     node_scores(D, n0, n1, W, scale_w, U)
     pair = _tables(D, s, P, PE)
-    return oracle(D, s, surrogate, U, Ua, pair, msgs, bp, lab, Sc, work)
+    return oracle(D, s, surrogate, U, Ua, pair, msgs, decoders, bp, lab, Sc, work)
 
 
 @jit
@@ -424,8 +447,8 @@ def _hinge_chunks(D, surrogate, scale_w, W, P, sc, max_nodes, max_edges, chunks,
     U, Ua, PE, msgs, bp, lab, Sc = sc.U, sc.Ua, sc.PE, sc.msgs, sc.bp, sc.lab, sc.Sc
     work = make_work(U.shape[1], max_nodes, max_edges, sc.belief, sc.up)
     for s in range(chunks[c0], chunks[c1]):
-        ell[s], hinge[s], _ = _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, bp, lab, Sc,
-                                      work, surrogate)
+        ell[s], hinge[s], _ = _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, decoders_in(sc), bp,
+                                      lab, Sc, work, surrogate)
 
 
 def hinge_pass(D, surrogate, scale_w, W, P, sc, max_nodes, max_edges, chunks, hinge, ell):
@@ -434,6 +457,29 @@ def hinge_pass(D, surrogate, scale_w, W, P, sc, max_nodes, max_edges, chunks, hi
     the maximisers (``sc`` the :class:`~skstruct.models._predict.OracleScratch`)."""
     for_chunks(lambda c0, c1: _hinge_chunks(D, surrogate, scale_w, W, P, sc, max_nodes,
                                             max_edges, chunks, c0, c1, hinge, ell), chunks)
+
+
+@jit
+def _decode_chunks(D, W, P, sc, max_nodes, max_edges, chunks, c0, c1):
+    U, PE, msgs, bp, lab = sc.U, sc.PE, sc.msgs, sc.bp, sc.lab
+    work = make_work(U.shape[1], max_nodes, max_edges, sc.belief, sc.up)
+    for s in range(chunks[c0], chunks[c1]):
+        node_scores(D, D.node_offsets[s], D.node_offsets[s + 1], W, 1.0, U)
+        dec = decoders_in(sc)
+        decode(D, s, U, _tables(D, s, P, PE), msgs, dec.chain, dec.tree, dec.exact, dec.cut,
+               dec.trws, bp, lab, work)
+
+
+def decode_pass(D, W, P, sc, max_nodes, max_edges, chunks):
+    """MAP labels ``sc.lab`` of every sample at weights ``W, P``, by each sample's decoder
+    (the chunks of samples on the threads in force).
+
+    The labels of :func:`hinge_pass` with the margin surrogate at zero loss weights, from
+    a kernel holding the decoders only: an estimator whose fit never runs the learners'
+    oracle (a CRF, ``ApproxStructuredPredictor``) then does not compile the surrogates'
+    code, the LP corner's included, for its first prediction."""
+    for_chunks(lambda c0, c1: _decode_chunks(D, W, P, sc, max_nodes, max_edges, chunks, c0,
+                                             c1), chunks)
 
 
 def loss_augmented_labels(design, W, P, inference_iter):

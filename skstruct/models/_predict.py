@@ -5,12 +5,17 @@ import numpy as np
 
 from .._core import n_chunks
 from ._chain import chain_pass, is_plain_chain
-from ._oracle import SURROGATES, hinge_pass
+from ._oracle import SURROGATES, decode_pass, hinge_pass
 from ._scratch import check_cuttable, scratch
 
 
-def predict_labels(design, W, P, trws_iter):
-    """MAP labels (N,) of every node of ``design`` under weights ``W``, ``P``."""
+def predict_labels(design, W, P, trws_iter, kernel="oracle"):
+    """MAP labels (N,) of every node of ``design`` under weights ``W``, ``P``.
+
+    ``kernel`` names the compiled kernel that decodes samples other than plain chains:
+    ``"oracle"``, the learners' oracle pass (the structured SVMs, whose fits compile it
+    anyway), or ``"decode"``, a kernel holding the decoders only (the estimators whose
+    fits never run the oracle).  Both give the same labels."""
     check_cuttable(design, P)
     P = design.tables(P)
     N, S = design.batch.n_nodes, design.batch.n_samples
@@ -26,9 +31,13 @@ def predict_labels(design, W, P, trws_iter):
                    np.ascontiguousarray(W), np.ascontiguousarray(P[0]), design.max_nodes,
                    chunks, np.zeros(S), np.zeros(S), out)
         return out
+    sc = scratch(design)
+    if kernel == "decode":
+        decode_pass(D, np.ascontiguousarray(W), np.ascontiguousarray(P), sc, design.max_nodes,
+                    design.max_edges, chunks)
+        return sc.lab
     # the learners' oracle kernel decodes, with nothing added to the scores: a fit and its
     # predictions then compile one kernel holding the decoders, not two
-    sc = scratch(design)
     hinge_pass(D, SURROGATES["margin"], 1.0, np.ascontiguousarray(W), np.ascontiguousarray(P),
                sc, design.max_nodes, design.max_edges, chunks, np.zeros(S), np.zeros(S))
     return sc.lab

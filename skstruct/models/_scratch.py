@@ -5,11 +5,44 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._core._decoders import CHAIN, EXACT, GRAPHCUT, TREE
+from .._core._decoders import CHAIN, EXACT, GRAPHCUT, ILP, QPBO, TREE
 from ._submodular import supermodular_violation
 
 # the decoders ``decode`` (skstruct/models/_oracle.py) compiles without the others
 COMMON_DECODERS = (CHAIN, TREE, EXACT)
+# the decoders compiled together, each group only for designs that use it (see Decoders)
+CUT_DECODERS = (GRAPHCUT, ILP, QPBO)
+_GROUPS = {"chain": (CHAIN,), "tree": (TREE,), "exact": (EXACT,), "cut": CUT_DECODERS}
+
+
+class Decoders(NamedTuple):
+    """Which groups of decoders a design's samples use: each field a one-element array
+    where some sample uses the group, else None.  :func:`~._oracle.decode` branches on
+    them as arguments, so numba compiles the kernel once per combination and prunes the
+    branches of the groups set to None, leaving their code out of the kernel.  The
+    :class:`OracleScratch` holds them as its fields ``dec_chain`` ... ``dec_trws`` (numba's
+    parallel loops take no tuple nested in a tuple), and the kernels rebuild the bundle
+    (:func:`~._oracle.decoders_in`)."""
+
+    chain: np.ndarray      # Viterbi
+    tree: np.ndarray       # tree max-sum
+    exact: np.ndarray      # enumeration
+    cut: np.ndarray        # a minimum cut, the ILP or QPBO
+    trws: np.ndarray       # TRW-S: every other decoder's samples
+
+
+def decoders_of(kind):
+    """The :class:`OracleScratch` fields ``dec_*`` of the decoder codes ``kind`` (one per
+    sample), as a dict."""
+    used = set(np.unique(kind).tolist())
+    flags = {"dec_" + name: (np.zeros(1) if used & set(codes) else None)
+             for name, codes in _GROUPS.items()}
+    other = used - {c for codes in _GROUPS.values() for c in codes}
+    return dict(flags, dec_trws=np.zeros(1) if other else None)
+
+
+# every group: the kernel compiled with every decoder
+ALL_DECODERS = {"dec_" + name: np.zeros(1) for name in Decoders._fields}
 
 
 class OracleScratch(NamedTuple):
@@ -21,6 +54,11 @@ class OracleScratch(NamedTuple):
     PE: np.ndarray         # (E, K, K) per-edge tables ((1, K, K) when tied)
     msgs: np.ndarray       # (2 E, K) TRW-S / MPLP messages, warm-started across calls;
     #                        None when every sample is a chain, a forest or enumerated
+    dec_chain: np.ndarray  # the groups of decoders the samples use (see Decoders)
+    dec_tree: np.ndarray
+    dec_exact: np.ndarray
+    dec_cut: np.ndarray
+    dec_trws: np.ndarray
     bp: np.ndarray         # (N, K) Viterbi backpointers
     lab: np.ndarray        # (N,) int64 labels decoded
     Sc: np.ndarray         # (N, Kp) a corner's node coefficients
@@ -37,7 +75,8 @@ def scratch(design, decode_only=False):
     samples, the learner's arrays when only decoding).  When every sample is
     decoded by Viterbi, tree max-sum or enumeration, ``msgs`` is None: the kernels
     compiled for that type leave the other decoders out, which shortens a first
-    fit's compilation by their share.
+    fit's compilation by their share.  Likewise the fields ``dec_*`` (see :class:`Decoders`)
+    name the groups of decoders in use, and the kernels leave the others out.
     """
     b = design.batch
     K = design.n_classes
@@ -51,6 +90,7 @@ def scratch(design, decode_only=False):
         PE=np.zeros((1, K, K)) if design.tied else np.zeros((E, K, K)),
         msgs=(None if np.isin(design.kind, COMMON_DECODERS).all()
               else np.zeros((2 * E if need_msgs else 1, K))),
+        **decoders_of(design.kind),
         bp=np.zeros((N, K), np.uint8 if K <= 256 else np.int64), lab=np.zeros(N, np.int64),
         Sc=np.zeros((nl, design.n_columns)),
         belief=np.zeros((N if need_tree else 1, K)), up=np.zeros((N if need_tree else 1, K)))

@@ -1,6 +1,7 @@
 """Designs decoded only by Viterbi, tree max-sum or enumeration run kernels compiled without
-the other decoders (their scratch has no message array); those kernels answer exactly as the
-general ones."""
+the other decoders (their scratch has no message array), and designs decoded by none of the
+minimum cut, the ILP and QPBO kernels compiled without those (no ``cut`` array); those kernels
+answer exactly as the general ones.  So does the decoders-only prediction kernel."""
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ from skstruct._core._decoders import CHAIN, EXACT, GRAPHCUT, TREE, TRWS
 from skstruct.models import ChainModel, GraphModel, MultiLabelModel
 from skstruct.models._oracle import SURROGATES, hinge_pass
 from skstruct.models._predict import predict_labels
-from skstruct.models._scratch import scratch
+from skstruct.models._scratch import ALL_DECODERS, Decoders, scratch
 
 TREE_EDGES = np.array([[0, 1], [0, 2], [2, 3]])
 GRID_EDGES = np.array([[0, 1], [1, 3], [3, 2], [2, 0]])
@@ -54,6 +55,11 @@ def test_scratch_has_messages_only_for_the_other_decoders(kind, decoders, common
     assert set(design.kind.tolist()) == decoders
     assert (scratch(design).msgs is None) == common
     assert (scratch(design, decode_only=True).msgs is None) == common
+    # the groups of decoders flagged: exactly those the samples use
+    sc = scratch(design)
+    used = {"chain": "chain", "tree": "tree", "multilabel": "exact", "loopy": "trws",
+            "graphcut": "cut"}[kind]
+    assert [f for f in Decoders._fields if getattr(sc, "dec_" + f) is not None] == [used]
 
 
 def _hinges(design, D, W, P, surrogate, general):
@@ -61,8 +67,9 @@ def _hinges(design, D, W, P, surrogate, general):
     sc = scratch(design)
     assert sc.msgs is None
     if general:
-        # a message array selects the kernel compiled with every decoder
-        sc = sc._replace(msgs=np.zeros((1, design.n_classes)))
+        # a message array and every group's flag select the kernel compiled with every
+        # decoder
+        sc = sc._replace(msgs=np.zeros((1, design.n_classes)), **ALL_DECODERS)
     hinge, ell = np.full(S, np.nan), np.full(S, np.nan)
     hinge_pass(D, SURROGATES[surrogate], 1.0, W, P, sc, design.max_nodes, design.max_edges,
                design.batch.chunks(2), hinge, ell)
@@ -89,3 +96,32 @@ def test_kernels_without_the_other_decoders_answer_as_the_general_ones(kind):
     D0 = design.args(np.zeros(N, np.int64), np.zeros(N), 10)
     _, _, lab = _hinges(design, D0, W, P, "margin", general=True)
     np.testing.assert_array_equal(predict_labels(design, W, P, 10), lab)
+
+
+@pytest.mark.parametrize("kind", ["tree", "multilabel", "loopy", "graphcut"])
+def test_decoders_only_kernel_predicts_as_the_oracle(kind):
+    """``predict_labels``' two kernels, on random weights: the same labels, and the
+    loopy design's, decoded by TRW-S alone, equal to those of the kernel compiled with
+    every decoder."""
+    design = _design(kind)
+    rng = np.random.default_rng(5)
+    W = rng.normal(size=(design.n_features_total, design.n_columns))
+    P = rng.normal(size=(design.n_edge_features, design.n_classes, design.n_classes))
+    if kind == "graphcut":
+        # a minimum cut needs supermodular tables: reward agreement
+        P = np.abs(P) * np.eye(design.n_classes)
+    oracle = predict_labels(design, W, P, 10, "oracle")
+    decode = predict_labels(design, W, P, 10, "decode")
+    np.testing.assert_array_equal(oracle, decode)
+    assert oracle.shape == (design.batch.n_nodes,)
+    if kind == "loopy":
+        N = design.batch.n_nodes
+        D0 = design.args(np.zeros(N, np.int64), np.zeros(N), 10)
+        sc = scratch(design)
+        assert sc.dec_cut is None and sc.dec_tree is None
+        sc = sc._replace(**ALL_DECODERS)
+        S = design.batch.n_samples
+        Pt = np.ascontiguousarray(design.tables(P))
+        hinge_pass(D0, SURROGATES["margin"], 1.0, W, Pt, sc, design.max_nodes,
+                   design.max_edges, design.batch.chunks(2), np.zeros(S), np.zeros(S))
+        np.testing.assert_array_equal(sc.lab, oracle)

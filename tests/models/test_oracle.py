@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skstruct.models import ChainModel, GraphModel, MultiLabelModel
-from skstruct.models._oracle import SURROGATES, hinge_pass, make_work, oracle
+from skstruct.models._oracle import SURROGATES, decoders_in, hinge_pass, make_work, oracle
 from skstruct.models._predict import scratch
 from tests.brute import all_scores, score_of
 from tests.inference.kernel_cases import FOREST_KINDS, LOOPY_KINDS, random_graph
@@ -397,7 +397,7 @@ def oracle_corner(design, D, sc, s, surrogate, P):
     pair = P if D.tied else sc.PE
     work = make_work(K, design.max_nodes, design.max_edges, sc.belief, sc.up)
     ell, hinge, n_trip = oracle(D, s, SURROGATES[surrogate], sc.U, sc.Ua, pair, sc.msgs,
-                                sc.bp, sc.lab, sc.Sc, work)
+                                decoders_in(sc), sc.bp, sc.lab, sc.Sc, work)
     trips = [(int(work.trip_edge[t]), int(work.trip_a[t]), int(work.trip_b[t]),
               float(work.trip_w[t])) for t in range(n_trip)]
     return ell, hinge, sc.Sc[n0:n1].copy(), trips
