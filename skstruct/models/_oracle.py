@@ -53,10 +53,12 @@ from ..inference._qpbo import qpbo_one
 from ..inference._tree import TreeOut, TreeWork, tree_one
 from ..inference._trws import trws_one
 from ._kernels import _tables, labelling_score, node_scores
-from ._scratch import Decoders
+from ._scratch import Decoders, Surrogates
 
 MARGIN, SLACK, POSLEARN, LP = 0, 1, 2, 3
 SURROGATES = {"margin": MARGIN, "slack": SLACK, "poslearn": POSLEARN, "lp": LP}
+# the scratch's field that compiles each surrogate other than margin into the oracle
+_SURROGATE_FLAGS = {SLACK: "sur_slack", POSLEARN: "sur_poslearn", LP: "sur_lp"}
 NEG_INF = -np.inf
 
 
@@ -114,6 +116,12 @@ def decoders_in(sc):
     """The :class:`~._scratch.Decoders` of the scratch ``sc``."""
     return Decoders(chain=sc.dec_chain, tree=sc.dec_tree, exact=sc.dec_exact, cut=sc.dec_cut,
                     trws=sc.dec_trws)
+
+
+@jit
+def surrogates_in(sc):
+    """The :class:`~._scratch.Surrogates` of the scratch ``sc``."""
+    return Surrogates(slack=sc.sur_slack, poslearn=sc.sur_poslearn, lp=sc.sur_lp)
 
 
 @jit
@@ -348,13 +356,18 @@ def _lp_corner(D, n0, n1, e0, e1, Ua, pair, msgs, lab, Sc, work, n_trip):
 
 
 @jit
-def oracle(D, s, surrogate, U, Ua, pair, msgs, decoders, bp, lab, Sc, work):
+def oracle(D, s, surrogate, slack, poslearn, lp, U, Ua, pair, msgs, decoders, bp, lab,
+           Sc, work):
     """Surrogate corner of sample ``s`` given its unary scores ``U`` and tables.
 
     ``surrogate`` is a code of :data:`SURROGATES`.  Writes ``lab`` (the
     maximiser, nodes of ``s``) and ``Sc`` (zeroed first), and the triplets
     into ``work``.  Returns ``(ell, hinge, n_trip)``: the corner's loss term
     and the surrogate's value at the current parameters.
+
+    ``slack``, ``poslearn`` and ``lp`` are the fields of the scratch's
+    :class:`~._scratch.Surrogates`: None for the surrogates the caller never asks for, whose
+    code numba then prunes (see :func:`decode`); margin rescaling is always compiled.
     """
     n0 = D.node_offsets[s]
     n1 = D.node_offsets[s + 1]
@@ -381,49 +394,54 @@ def oracle(D, s, surrogate, U, Ua, pair, msgs, decoders, bp, lab, Sc, work):
         n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, 1.0, Sc, work, 0,
                               D.sym)
         return ell, max(0.0, ell + s_hat - s_true), n_trip
-    if surrogate == SLACK:
-        errors, s_hat = _slack_chain(n0, n1, e0, U, y, pair, pwi, lab, work)
-        if errors == 0:
-            return 0.0, 0.0, 0
-        scale = float(errors)
-        n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, scale, Sc, work, 0,
-                              D.sym)
-        return scale, scale * (1.0 + s_hat - s_true), n_trip
-    if surrogate == POSLEARN:
-        # PosLearn: for each node the best labelling that gets it wrong
-        ell = 0.0
-        hinge = 0.0
-        n_trip = 0
-        own = work.own
-        for v in range(n0, n1):
-            Ua[v, y[v]] = NEG_INF
-            for u in range(n0, n1):
-                if u != v:
-                    for k in range(K):
-                        Ua[u, k] = U[u, k]
-            for k in range(K):
-                if k != y[v]:
-                    Ua[v, k] = U[v, k]
-            decode(D, s, Ua, pair, msgs, decoders.chain, decoders.tree, decoders.exact,
-                   decoders.cut, decoders.trws, bp, lab, work)
-            s_hat = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab)
-            wv = lw[v]
-            viol = wv * (1.0 + s_hat - s_true)
-            # no feasible competitor (a single class): nothing to get wrong here
-            if lab[v] != y[v] and viol > 0.0:
-                hinge += viol
-                ell += wv
-                n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, wv, Sc,
-                                      work, n_trip, D.sym)
-                own[v - n0] = lab[v]
-            else:
-                own[v - n0] = y[v]
-        # the prediction reported is each node's own worst competitor
-        for v in range(n0, n1):
-            lab[v] = own[v - n0]
-        return ell, hinge, n_trip
+    if slack is not None:
+        if surrogate == SLACK:
+            errors, s_hat = _slack_chain(n0, n1, e0, U, y, pair, pwi, lab, work)
+            if errors == 0:
+                return 0.0, 0.0, 0
+            scale = float(errors)
+            n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, scale, Sc, work,
+                                  0, D.sym)
+            return scale, scale * (1.0 + s_hat - s_true), n_trip
+    if poslearn is not None:
+        if surrogate == POSLEARN:
+            # PosLearn: for each node the best labelling that gets it wrong
+            ell = 0.0
+            hinge = 0.0
+            n_trip = 0
+            own = work.own
+            for v in range(n0, n1):
+                Ua[v, y[v]] = NEG_INF
+                for u in range(n0, n1):
+                    if u != v:
+                        for k in range(K):
+                            Ua[u, k] = U[u, k]
+                for k in range(K):
+                    if k != y[v]:
+                        Ua[v, k] = U[v, k]
+                decode(D, s, Ua, pair, msgs, decoders.chain, decoders.tree, decoders.exact,
+                       decoders.cut, decoders.trws, bp, lab, work)
+                s_hat = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab)
+                wv = lw[v]
+                viol = wv * (1.0 + s_hat - s_true)
+                # no feasible competitor (a single class): nothing to get wrong here
+                if lab[v] != y[v] and viol > 0.0:
+                    hinge += viol
+                    ell += wv
+                    n_trip = _hard_corner(n0, n1, e0, e1, edges, y, lab, cmap, csign, wv, Sc,
+                                          work, n_trip, D.sym)
+                    own[v - n0] = lab[v]
+                else:
+                    own[v - n0] = y[v]
+            # the prediction reported is each node's own worst competitor
+            for v in range(n0, n1):
+                lab[v] = own[v - n0]
+            return ell, hinge, n_trip
     if msgs is None:
         # never reached: the LP corner's designs carry messages (see ``decode``)
+        return 0.0, 0.0, 0
+    if lp is None:
+        # never reached: the LP corner's solvers set its flag
         return 0.0, 0.0, 0
     # LP relaxation of the loss-augmented problem: its dual bound and subgradient.
     # Only the subgradient solver uses this corner; ``ell`` is not a tight loss here
@@ -433,12 +451,14 @@ def oracle(D, s, surrogate, U, Ua, pair, msgs, decoders, bp, lab, Sc, work):
 
 
 @jit(inline="always")
-def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, decoders, bp, lab, Sc, work, surrogate):
+def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, decoders, bp, lab, Sc, work, surrogate,
+            surrogates):
     n0 = D.node_offsets[s]
     n1 = D.node_offsets[s + 1]
     node_scores(D, n0, n1, W, scale_w, U)
     pair = _tables(D, s, P, PE)
-    return oracle(D, s, surrogate, U, Ua, pair, msgs, decoders, bp, lab, Sc, work)
+    return oracle(D, s, surrogate, surrogates.slack, surrogates.poslearn, surrogates.lp, U, Ua,
+                  pair, msgs, decoders, bp, lab, Sc, work)
 
 
 @jit
@@ -448,13 +468,19 @@ def _hinge_chunks(D, surrogate, scale_w, W, P, sc, max_nodes, max_edges, chunks,
     work = make_work(U.shape[1], max_nodes, max_edges, sc.belief, sc.up)
     for s in range(chunks[c0], chunks[c1]):
         ell[s], hinge[s], _ = _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, decoders_in(sc), bp,
-                                      lab, Sc, work, surrogate)
+                                      lab, Sc, work, surrogate, surrogates_in(sc))
 
 
 def hinge_pass(D, surrogate, scale_w, W, P, sc, max_nodes, max_edges, chunks, hinge, ell):
     """Surrogate value ``hinge[s]`` and corner loss ``ell[s]`` of every sample at
     ``scale_w * W, P`` (the chunks of samples on the threads in force), with ``sc.lab``
-    the maximisers (``sc`` the :class:`~skstruct.models._predict.OracleScratch`)."""
+    the maximisers (``sc`` the :class:`~skstruct.models._scratch.OracleScratch`, made for
+    ``surrogate``)."""
+    flag = _SURROGATE_FLAGS.get(surrogate)
+    if flag is not None and getattr(sc, flag) is None:
+        # the kernel compiled for this scratch holds no code for the surrogate
+        raise ValueError(f"the oracle's scratch was made without surrogate {surrogate}: "
+                         "pass surrogate= to scratch()")
     for_chunks(lambda c0, c1: _hinge_chunks(D, surrogate, scale_w, W, P, sc, max_nodes,
                                             max_edges, chunks, c0, c1, hinge, ell), chunks)
 

@@ -41,6 +41,24 @@ def decoders_of(kind):
     return dict(flags, dec_trws=np.zeros(1) if other else None)
 
 
+class Surrogates(NamedTuple):
+    """Which surrogates other than margin rescaling a solver asks the oracle for: a
+    one-element array for its own, None for the others, whose code numba then leaves out
+    of the oracle (see :class:`Decoders`).  The :class:`OracleScratch` holds them as its
+    fields ``sur_slack``, ``sur_poslearn`` and ``sur_lp``."""
+
+    slack: np.ndarray
+    poslearn: np.ndarray
+    lp: np.ndarray
+
+
+def surrogates_of(surrogate):
+    """The :class:`OracleScratch` fields ``sur_*`` of a solver of ``surrogate`` (a name of
+    ``SURROGATES``), as a dict."""
+    return {"sur_" + name: (np.zeros(1) if name == surrogate else None)
+            for name in Surrogates._fields}
+
+
 # every group: the kernel compiled with every decoder
 ALL_DECODERS = {"dec_" + name: np.zeros(1) for name in Decoders._fields}
 
@@ -59,6 +77,9 @@ class OracleScratch(NamedTuple):
     dec_exact: np.ndarray
     dec_cut: np.ndarray
     dec_trws: np.ndarray
+    sur_slack: np.ndarray  # the surrogates asked for besides margin rescaling (Surrogates)
+    sur_poslearn: np.ndarray
+    sur_lp: np.ndarray
     bp: np.ndarray         # (N, K) Viterbi backpointers
     lab: np.ndarray        # (N,) int64 labels decoded
     Sc: np.ndarray         # (N, Kp) a corner's node coefficients
@@ -66,7 +87,7 @@ class OracleScratch(NamedTuple):
     up: np.ndarray         # (N, K) tree max-sum upward messages
 
 
-def scratch(design, decode_only=False):
+def scratch(design, decode_only=False, surrogate="margin"):
     """The shared per-node / per-edge scratch arrays of the kernels, an
     :class:`OracleScratch`.
 
@@ -75,8 +96,11 @@ def scratch(design, decode_only=False):
     samples, the learner's arrays when only decoding).  When every sample is
     decoded by Viterbi, tree max-sum or enumeration, ``msgs`` is None: the kernels
     compiled for that type leave the other decoders out, which shortens a first
-    fit's compilation by their share.  Likewise the fields ``dec_*`` (see :class:`Decoders`)
-    name the groups of decoders in use, and the kernels leave the others out.
+    fit's compilation by their share.  Likewise the fields ``dec_*`` (see
+    :class:`Decoders`) name the groups of decoders in use, and the kernels leave the others
+    out; ``surrogate`` (a name of the oracle's ``SURROGATES``) is the one surrogate the
+    kernels will be asked for besides margin rescaling, and the others are left out too
+    (see :class:`Surrogates`).
     """
     b = design.batch
     K = design.n_classes
@@ -90,7 +114,7 @@ def scratch(design, decode_only=False):
         PE=np.zeros((1, K, K)) if design.tied else np.zeros((E, K, K)),
         msgs=(None if np.isin(design.kind, COMMON_DECODERS).all()
               else np.zeros((2 * E if need_msgs else 1, K))),
-        **decoders_of(design.kind),
+        **decoders_of(design.kind), **surrogates_of(surrogate),
         bp=np.zeros((N, K), np.uint8 if K <= 256 else np.int64), lab=np.zeros(N, np.int64),
         Sc=np.zeros((nl, design.n_columns)),
         belief=np.zeros((N if need_tree else 1, K)), up=np.zeros((N if need_tree else 1, K)))

@@ -27,7 +27,7 @@ import numpy as np
 from .._core._jit import jit
 from .._core._validation import check_memory
 from ..models._kernels import expand_coef, symmetric_into
-from ..models._oracle import _corner, decoders_in, make_work
+from ..models._oracle import _corner, decoders_in, make_work, surrogates_in
 from ..models._submodular import project_supermodular, project_tables
 from ._bcfw_state import State, advance_average
 from ._design_solver import DesignSolver
@@ -173,7 +173,7 @@ def bcfw_pass(D, surrogate, order, lam, averaging, project, W, P, blocks, state,
             Pw = P
             Pc = P
         ell_s, _, n_trip = _corner(D, s, 1.0, W, Pc, U, Ua, PE, msgs, decoders_in(sc), bp, lab,
-                                   Sc, owork, surrogate)
+                                   Sc, owork, surrogate, surrogates_in(sc))
         ell_s /= n
         # D_v = A_v - Sc_v / (lam n): the node part of w_i - w_s
         dot = 0.0

@@ -57,7 +57,7 @@ class DesignSolver:
         self.plain_chain = surrogate == "margin" and is_plain_chain(design)
         self.averaging = bool(averaging)
         self.n_jobs = n_jobs
-        self.scratch = scratch(design)
+        self.scratch = scratch(design, surrogate=surrogate)
         F, Kp, EF, K = (design.n_features_total, design.n_columns, design.n_edge_features,
                         design.n_classes)
         self.W = np.zeros((F, Kp))

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._core._jit import jit
 from ..models._kernels import symmetric_into
-from ..models._oracle import _corner, decoders_in, make_work
+from ..models._oracle import _corner, decoders_in, make_work, surrogates_in
 from ._design_solver import DesignSolver
 from ._protocol import ProtocolSolver
 
@@ -64,7 +64,7 @@ def perceptron_epoch(D, surrogate, order, it, state, sc, max_nodes, max_edges, m
         else:
             Pc = P
         _, _, n_trip = _corner(D, s, 1.0, W, Pc, U, sc.Ua, sc.PE, sc.msgs, decoders_in(sc), sc.bp,
-                               lab, Sc, work, surrogate)
+                               lab, Sc, work, surrogate, surrogates_in(sc))
         n_wrong = 0
         for v in range(D.node_offsets[s], D.node_offsets[s + 1]):
             if lab[v] != D.y[v]:

@@ -19,7 +19,7 @@ from .._core._jit import jit, pjit, variant
 from .._core._pool import for_range
 from .._core._validation import thread_count
 from ..models._kernels import symmetric_into
-from ..models._oracle import _corner, decoders_in, make_work
+from ..models._oracle import _corner, decoders_in, make_work, surrogates_in
 from ..models._submodular import project_supermodular
 from ._design_solver import DesignSolver
 
@@ -115,7 +115,8 @@ def _sample(D, s, j, a, Wv, Preal, sc, work, surrogate, trips, hinge):
     """Corner of sample ``s`` at ``a * Wv, Preal``, its triplets copied to slot ``j`` of
     ``trips`` (``sc`` the :class:`~skstruct.models._scratch.OracleScratch`)."""
     _, hinge[j], n_trip = _corner(D, s, a, Wv, Preal, sc.U, sc.Ua, sc.PE, sc.msgs,
-                                  decoders_in(sc), sc.bp, sc.lab, sc.Sc, work, surrogate)
+                                  decoders_in(sc), sc.bp, sc.lab, sc.Sc, work, surrogate,
+                                  surrogates_in(sc))
     trips.count[j] = n_trip
     t = trips.data
     for q in range(n_trip):

@@ -10,7 +10,7 @@ from skstruct._core._decoders import CHAIN, EXACT, GRAPHCUT, TREE, TRWS
 from skstruct.models import ChainModel, GraphModel, MultiLabelModel
 from skstruct.models._oracle import SURROGATES, hinge_pass
 from skstruct.models._predict import predict_labels
-from skstruct.models._scratch import ALL_DECODERS, Decoders, scratch
+from skstruct.models._scratch import ALL_DECODERS, Decoders, Surrogates, scratch
 
 TREE_EDGES = np.array([[0, 1], [0, 2], [2, 3]])
 GRID_EDGES = np.array([[0, 1], [1, 3], [3, 2], [2, 0]])
@@ -64,12 +64,13 @@ def test_scratch_has_messages_only_for_the_other_decoders(kind, decoders, common
 
 def _hinges(design, D, W, P, surrogate, general):
     S = design.batch.n_samples
-    sc = scratch(design)
+    sc = scratch(design, surrogate=surrogate)
     assert sc.msgs is None
     if general:
         # a message array and every group's flag select the kernel compiled with every
         # decoder
-        sc = sc._replace(msgs=np.zeros((1, design.n_classes)), **ALL_DECODERS)
+        sc = sc._replace(msgs=np.zeros((1, design.n_classes)), **ALL_DECODERS,
+                         **{"sur_" + f: np.zeros(1) for f in Surrogates._fields})
     hinge, ell = np.full(S, np.nan), np.full(S, np.nan)
     hinge_pass(D, SURROGATES[surrogate], 1.0, W, P, sc, design.max_nodes, design.max_edges,
                design.batch.chunks(2), hinge, ell)
@@ -125,3 +126,22 @@ def test_decoders_only_kernel_predicts_as_the_oracle(kind):
         hinge_pass(D0, SURROGATES["margin"], 1.0, W, Pt, sc, design.max_nodes,
                    design.max_edges, design.batch.chunks(2), np.zeros(S), np.zeros(S))
         np.testing.assert_array_equal(sc.lab, oracle)
+
+
+def test_scratch_flags_only_the_solvers_surrogate():
+    """A solver's scratch compiles its own surrogate into the oracle (besides margin
+    rescaling), and ``hinge_pass`` refuses a surrogate its scratch was not made for
+    rather than run a kernel without its code."""
+    design = _design("loopy")
+    for name in ("margin", "slack", "poslearn", "lp"):
+        sc = scratch(design, surrogate=name)
+        flagged = [f for f in Surrogates._fields if getattr(sc, "sur_" + f) is not None]
+        assert flagged == ([] if name == "margin" else [name])
+    N, S = design.batch.n_nodes, design.batch.n_samples
+    D = design.args(design.y, np.ones(N), 10)
+    P = np.ascontiguousarray(design.tables(np.zeros((design.n_edge_features,
+                                                     design.n_classes, design.n_classes))))
+    W = np.zeros((design.n_features_total, design.n_columns))
+    with pytest.raises(ValueError, match="without surrogate"):
+        hinge_pass(D, SURROGATES["poslearn"], 1.0, W, P, scratch(design), design.max_nodes,
+                   design.max_edges, design.batch.chunks(1), np.zeros(S), np.zeros(S))

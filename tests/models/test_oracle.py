@@ -24,7 +24,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skstruct.models import ChainModel, GraphModel, MultiLabelModel
-from skstruct.models._oracle import SURROGATES, decoders_in, hinge_pass, make_work, oracle
+from skstruct.models._oracle import (
+    SURROGATES,
+    decoders_in,
+    hinge_pass,
+    make_work,
+    oracle,
+    surrogates_in,
+)
 from skstruct.models._predict import scratch
 from tests.brute import all_scores, score_of
 from tests.inference.kernel_cases import FOREST_KINDS, LOOPY_KINDS, random_graph
@@ -132,7 +139,7 @@ def evaluate(design, surrogate, W, P, lw=None, trws_iter=200, n_chunks=1, kind=N
     if kind is not None:
         design.kind = np.full_like(design.kind, kind)
     D = design.args(design.y, lw, trws_iter)
-    sc = scratch(design)
+    sc = scratch(design, surrogate=surrogate)
     S = design.batch.n_samples
     hinge = np.full(S, np.nan)
     ell = np.full(S, np.nan)
@@ -396,8 +403,10 @@ def oracle_corner(design, D, sc, s, surrogate, P):
     n0, n1 = no[s], no[s + 1]
     pair = P if D.tied else sc.PE
     work = make_work(K, design.max_nodes, design.max_edges, sc.belief, sc.up)
-    ell, hinge, n_trip = oracle(D, s, SURROGATES[surrogate], sc.U, sc.Ua, pair, sc.msgs,
-                                decoders_in(sc), sc.bp, sc.lab, sc.Sc, work)
+    sur = surrogates_in(sc)
+    ell, hinge, n_trip = oracle(D, s, SURROGATES[surrogate], sur.slack, sur.poslearn, sur.lp,
+                                sc.U, sc.Ua, pair, sc.msgs, decoders_in(sc), sc.bp, sc.lab,
+                                sc.Sc, work)
     trips = [(int(work.trip_edge[t]), int(work.trip_a[t]), int(work.trip_b[t]),
               float(work.trip_w[t])) for t in range(n_trip)]
     return ell, hinge, sc.Sc[n0:n1].copy(), trips
