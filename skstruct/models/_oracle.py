@@ -53,7 +53,7 @@ from ..inference._qpbo import qpbo_one
 from ..inference._tree import TreeOut, TreeWork, tree_one
 from ..inference._trws import trws_one
 from ._kernels import _tables, labelling_score, node_scores
-from ._scratch import Decoders, Surrogates
+from ._scratch import Decoders
 
 MARGIN, SLACK, POSLEARN, LP = 0, 1, 2, 3
 SURROGATES = {"margin": MARGIN, "slack": SLACK, "poslearn": POSLEARN, "lp": LP}
@@ -90,7 +90,7 @@ class Work(NamedTuple):
 
 @jit
 def make_work(K, max_nodes, max_edges, belief, up):
-    """Scratch arrays of one thread, passed to :func:`oracle`.
+    """Scratch arrays of one thread, passed to :func:`corner`.
 
     ``belief`` and ``up`` are (N, K) arrays shared by all threads (each
     sample only touches its own rows); size them (1, K) when no sample is
@@ -116,12 +116,6 @@ def decoders_in(sc):
     """The :class:`~._scratch.Decoders` of the scratch ``sc``."""
     return Decoders(chain=sc.dec_chain, tree=sc.dec_tree, exact=sc.dec_exact, cut=sc.dec_cut,
                     trws=sc.dec_trws)
-
-
-@jit
-def surrogates_in(sc):
-    """The :class:`~._scratch.Surrogates` of the scratch ``sc``."""
-    return Surrogates(slack=sc.sur_slack, poslearn=sc.sur_poslearn, lp=sc.sur_lp)
 
 
 @jit
@@ -356,23 +350,31 @@ def _lp_corner(D, n0, n1, e0, e1, Ua, pair, msgs, lab, Sc, work, n_trip):
 
 
 @jit
-def oracle(D, s, surrogate, slack, poslearn, lp, U, Ua, pair, msgs, decoders, bp, lab,
-           Sc, work):
-    """Surrogate corner of sample ``s`` given its unary scores ``U`` and tables.
+def corner(D, s, surrogate, slack, poslearn, lp, scale_w, W, P, sc, work, dec):
+    """Surrogate corner of sample ``s`` at the weights ``scale_w * W`` and tables ``P``.
 
-    ``surrogate`` is a code of :data:`SURROGATES`.  Writes ``lab`` (the
-    maximiser, nodes of ``s``) and ``Sc`` (zeroed first), and the triplets
-    into ``work``.  Returns ``(ell, hinge, n_trip)``: the corner's loss term
-    and the surrogate's value at the current parameters.
+    ``surrogate`` is a code of :data:`SURROGATES`, and ``slack``, ``poslearn`` and ``lp``
+    are the scratch's :class:`~._scratch.Surrogates` flags (``sc.sur_slack``, ...): None
+    for the surrogates the caller never asks for, whose code numba then prunes (it prunes
+    on arguments only: see :func:`decode`); margin rescaling is always compiled.  ``sc`` the
+    :class:`~._scratch.OracleScratch` (made for that surrogate), ``work`` the thread's
+    :class:`Work`, ``dec`` :func:`decode` (as :func:`oracle_functions` gives it).  Writes
+    the sample's unary scores into ``sc.U``, the maximiser into ``sc.lab`` and the corner's
+    node coefficients into ``sc.Sc`` (zeroed first), and the triplets into ``work``.
+    Returns ``(ell, hinge, n_trip)``: the corner's loss term and the surrogate's value at
+    the current parameters.
 
-    ``slack``, ``poslearn`` and ``lp`` are the fields of the scratch's
-    :class:`~._scratch.Surrogates`: None for the surrogates the caller never asks for, whose
-    code numba then prunes (see :func:`decode`); margin rescaling is always compiled.
+    This is the learners' one entry into the oracle, one function rather than layers:
+    numba optimises a callee again inside every caller.
     """
     n0 = D.node_offsets[s]
     n1 = D.node_offsets[s + 1]
     e0 = D.edge_offsets[s]
     e1 = D.edge_offsets[s + 1]
+    U, Ua, msgs, bp, lab, Sc = sc.U, sc.Ua, sc.msgs, sc.bp, sc.lab, sc.Sc
+    decoders = decoders_in(sc)
+    node_scores(D, n0, n1, W, scale_w, U)
+    pair = _tables(D, s, P, sc.PE)
     edges, y, lw, cmap, csign, pwi = D.edges, D.y, D.loss_weight, D.cmap, D.csign, D.pw_index
     K = U.shape[1]
     for v in range(n0, n1):
@@ -383,8 +385,8 @@ def oracle(D, s, surrogate, slack, poslearn, lp, U, Ua, pair, msgs, decoders, bp
     s_true = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, y)
     if surrogate == MARGIN:
         _augment(n0, n1, U, y, lw, D.lgroup, Ua)
-        decode(D, s, Ua, pair, msgs, decoders.chain, decoders.tree, decoders.exact,
-               decoders.cut, decoders.trws, bp, lab, work)
+        dec(D, s, Ua, pair, msgs, decoders.chain, decoders.tree, decoders.exact,
+            decoders.cut, decoders.trws, bp, lab, work)
         ell = 0.0
         lg = D.lgroup
         for v in range(n0, n1):
@@ -419,8 +421,8 @@ def oracle(D, s, surrogate, slack, poslearn, lp, U, Ua, pair, msgs, decoders, bp
                 for k in range(K):
                     if k != y[v]:
                         Ua[v, k] = U[v, k]
-                decode(D, s, Ua, pair, msgs, decoders.chain, decoders.tree, decoders.exact,
-                       decoders.cut, decoders.trws, bp, lab, work)
+                dec(D, s, Ua, pair, msgs, decoders.chain, decoders.tree, decoders.exact,
+                    decoders.cut, decoders.trws, bp, lab, work)
                 s_hat = labelling_score(n0, n1, e0, e1, edges, U, pair, pwi, lab)
                 wv = lw[v]
                 viol = wv * (1.0 + s_hat - s_true)
@@ -450,25 +452,83 @@ def oracle(D, s, surrogate, slack, poslearn, lp, U, Ua, pair, msgs, decoders, bp
     return 0.0, max(0.0, bound - s_true), n_trip
 
 
-@jit(inline="always")
-def _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, decoders, bp, lab, Sc, work, surrogate,
-            surrogates):
-    n0 = D.node_offsets[s]
-    n1 = D.node_offsets[s + 1]
-    node_scores(D, n0, n1, W, scale_w, U)
-    pair = _tables(D, s, P, PE)
-    return oracle(D, s, surrogate, surrogates.slack, surrogates.poslearn, surrogates.lp, U, Ua,
-                  pair, msgs, decoders, bp, lab, Sc, work)
+_FIRST_CLASS = {}
+
+
+class _FirstClass:
+    """A compiled overload as a first-class function argument of the kernels.
+
+    numba's own wrapper builds the argument's numba type anew at every call (about
+    50 us for these signatures); this one carries it (``_numba_type_``)."""
+
+    __slots__ = ("cres", "address", "_numba_type_")
+
+    def __init__(self, cres):
+        from numba.core import types
+
+        self.cres = cres  # keeps the compiled code alive
+        self.address = cres.library.get_pointer_to_function(cres.fndesc.llvm_cfunc_wrapper_name)
+        self._numba_type_ = types.FunctionType(cres.signature)
+
+    def __wrapper_address__(self):
+        return self.address
+
+    def signature(self):
+        return self.cres.signature
+
+
+def _first_class(dispatcher, args):
+    """``dispatcher`` compiled for the numba types ``args``, as a first-class function."""
+    dispatcher.compile(args)
+    return _FirstClass(dispatcher.overloads[args])
+
+
+def oracle_functions(D, sc, W, P):
+    """``(corner, decode)`` for the types of ``D``, ``sc``, ``W`` and ``P``, as the kernels
+    call them: :func:`corner` takes the second as its last argument.
+
+    numba compiles a jitted callee into every function that calls it and optimises it
+    again there, at every level: the oracle and its decoders were most of the learners'
+    compile time, and the BCFW pass, the subgradient and perceptron epochs and the
+    oracle pass each held a copy.  Passed as first-class functions, :func:`decode` and
+    :func:`corner` are each compiled once and called through their addresses.  A
+    first-class call cannot raise, so for designs decoded by graph cuts, ILP or QPBO
+    (whose HiGHS call may raise) these are the dispatchers themselves, compiled into the
+    kernel as before.  The pair is kept per argument types, keyed by numba's own
+    fingerprints of the arguments (a microsecond, where ``numba.typeof`` of the two
+    bundles takes about a millisecond, too much for one sample's prediction)."""
+    from numba._dispatcher import compute_fingerprint
+
+    key = tuple(compute_fingerprint(a) for a in (D, sc, W, P))
+    fns = _FIRST_CLASS.get(key)
+    if fns is not None:
+        return fns
+    import numba
+
+    t = numba.typeof
+    if sc.dec_cut is not None or t(P) != t(sc.PE):
+        # (the kernels' tables are P or sc.PE: one type for the first-class decode)
+        fns = corner, decode
+    else:
+        work = make_work.py_func(sc.U.shape[1], 1, 1, sc.belief, sc.up)
+        dec = _first_class(decode, (t(D), numba.int64, t(sc.Ua), t(P), t(sc.msgs),
+                                    t(sc.dec_chain), t(sc.dec_tree), t(sc.dec_exact),
+                                    t(sc.dec_cut), t(sc.dec_trws), t(sc.bp), t(sc.lab),
+                                    t(work)))
+        fns = _first_class(corner, (t(D), numba.int64, numba.int64, t(sc.sur_slack),
+                                    t(sc.sur_poslearn), t(sc.sur_lp), numba.float64, t(W), t(P),
+                                    t(sc), t(work), t(dec))), dec
+    _FIRST_CLASS[key] = fns
+    return fns
 
 
 @jit
-def _hinge_chunks(D, surrogate, scale_w, W, P, sc, max_nodes, max_edges, chunks, c0, c1,
-                  hinge, ell):
-    U, Ua, PE, msgs, bp, lab, Sc = sc.U, sc.Ua, sc.PE, sc.msgs, sc.bp, sc.lab, sc.Sc
-    work = make_work(U.shape[1], max_nodes, max_edges, sc.belief, sc.up)
+def _hinge_chunks(D, surrogate, scale_w, W, P, sc, orc, dec, max_nodes, max_edges, chunks, c0,
+                  c1, hinge, ell):
+    work = make_work(sc.U.shape[1], max_nodes, max_edges, sc.belief, sc.up)
     for s in range(chunks[c0], chunks[c1]):
-        ell[s], hinge[s], _ = _corner(D, s, scale_w, W, P, U, Ua, PE, msgs, decoders_in(sc), bp,
-                                      lab, Sc, work, surrogate, surrogates_in(sc))
+        ell[s], hinge[s], _ = orc(D, s, surrogate, sc.sur_slack, sc.sur_poslearn, sc.sur_lp,
+                                  scale_w, W, P, sc, work, dec)
 
 
 def hinge_pass(D, surrogate, scale_w, W, P, sc, max_nodes, max_edges, chunks, hinge, ell):
@@ -481,18 +541,19 @@ def hinge_pass(D, surrogate, scale_w, W, P, sc, max_nodes, max_edges, chunks, hi
         # the kernel compiled for this scratch holds no code for the surrogate
         raise ValueError(f"the oracle's scratch was made without surrogate {surrogate}: "
                          "pass surrogate= to scratch()")
-    for_chunks(lambda c0, c1: _hinge_chunks(D, surrogate, scale_w, W, P, sc, max_nodes,
+    orc, dec = oracle_functions(D, sc, W, P)
+    for_chunks(lambda c0, c1: _hinge_chunks(D, surrogate, scale_w, W, P, sc, orc, dec, max_nodes,
                                             max_edges, chunks, c0, c1, hinge, ell), chunks)
 
 
 @jit
-def _decode_chunks(D, W, P, sc, max_nodes, max_edges, chunks, c0, c1):
+def _decode_chunks(D, W, P, sc, dec_fn, max_nodes, max_edges, chunks, c0, c1):
     U, PE, msgs, bp, lab = sc.U, sc.PE, sc.msgs, sc.bp, sc.lab
     work = make_work(U.shape[1], max_nodes, max_edges, sc.belief, sc.up)
     for s in range(chunks[c0], chunks[c1]):
         node_scores(D, D.node_offsets[s], D.node_offsets[s + 1], W, 1.0, U)
         dec = decoders_in(sc)
-        decode(D, s, U, _tables(D, s, P, PE), msgs, dec.chain, dec.tree, dec.exact, dec.cut,
+        dec_fn(D, s, U, _tables(D, s, P, PE), msgs, dec.chain, dec.tree, dec.exact, dec.cut,
                dec.trws, bp, lab, work)
 
 
@@ -504,8 +565,9 @@ def decode_pass(D, W, P, sc, max_nodes, max_edges, chunks):
     a kernel holding the decoders only: an estimator whose fit never runs the learners'
     oracle (a CRF, ``ApproxStructuredPredictor``) then does not compile the surrogates'
     code, the LP corner's included, for its first prediction."""
-    for_chunks(lambda c0, c1: _decode_chunks(D, W, P, sc, max_nodes, max_edges, chunks, c0,
-                                             c1), chunks)
+    dec = oracle_functions(D, sc, W, P)[1]
+    for_chunks(lambda c0, c1: _decode_chunks(D, W, P, sc, dec, max_nodes, max_edges, chunks,
+                                             c0, c1), chunks)
 
 
 def loss_augmented_labels(design, W, P, inference_iter):

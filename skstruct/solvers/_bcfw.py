@@ -27,7 +27,7 @@ import numpy as np
 from .._core._jit import jit
 from .._core._validation import check_memory
 from ..models._kernels import expand_coef, symmetric_into
-from ..models._oracle import _corner, decoders_in, make_work, surrogates_in
+from ..models._oracle import make_work, oracle_functions
 from ..models._submodular import project_supermodular, project_tables
 from ._bcfw_state import State, advance_average
 from ._design_solver import DesignSolver
@@ -126,8 +126,8 @@ def sample_grams(node_offsets, xdata, xind, xptr, xrow, xoff, n_features, max_no
 
 
 @jit
-def bcfw_pass(D, surrogate, order, lam, averaging, project, W, P, blocks, state, sc, work,
-              max_nodes, max_edges):
+def bcfw_pass(D, surrogate, order, lam, averaging, project, W, P, blocks, state, sc, orc,
+              dec, work, max_nodes, max_edges):
     """One pass of BCFW over the samples in ``order``; everything updated in place.
 
     ``blocks`` are the :class:`Blocks`, ``state`` the :class:`State`, ``sc`` the
@@ -140,7 +140,7 @@ def bcfw_pass(D, surrogate, order, lam, averaging, project, W, P, blocks, state,
     cheap, stale estimate of the duality gap).
     """
     n = D.node_offsets.shape[0] - 1
-    U, Ua, PE, msgs, bp, lab, Sc = sc.U, sc.Ua, sc.PE, sc.msgs, sc.bp, sc.lab, sc.Sc
+    U, Sc = sc.U, sc.Sc
     A, Pi, ell_i, En, Pt = blocks.A, blocks.Pi, blocks.ell_i, blocks.En, blocks.Pt
     V, DP, mark, touched = work.V, work.DP, work.mark, work.touched
     gram, gofs, Pp, mu = work.gram, work.gofs, work.Pp, work.mu
@@ -172,8 +172,8 @@ def bcfw_pass(D, surrogate, order, lam, averaging, project, W, P, blocks, state,
         else:
             Pw = P
             Pc = P
-        ell_s, _, n_trip = _corner(D, s, 1.0, W, Pc, U, Ua, PE, msgs, decoders_in(sc), bp, lab,
-                                   Sc, owork, surrogate, surrogates_in(sc))
+        ell_s, _, n_trip = orc(D, s, surrogate, sc.sur_slack, sc.sur_poslearn, sc.sur_lp, 1.0,
+                               W, Pc, sc, owork, dec)
         ell_s /= n
         # D_v = A_v - Sc_v / (lam n): the node part of w_i - w_s
         dot = 0.0
@@ -403,7 +403,8 @@ class BCFW(DesignSolver):
         work = StepWork(V=self.V, DP=self.DP, mark=self.mark, touched=self.touched,
                         gram=self.gram, gofs=self.gofs, Pp=self.Pp, mu=self.mu)
         return bcfw_pass(D, self.code, order, self.lam, self.averaging, self.project, self.W,
-                         self.P, blocks, self.state, self.scratch, work,
+                         self.P, blocks, self.state, self.scratch,
+                         *oracle_functions(D, self.scratch, self.W, self.P), work,
                          d.max_nodes, d.max_edges)
 
     def local_round(self, W, P, order, gamma):

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._core._jit import jit
 from ..models._kernels import symmetric_into
-from ..models._oracle import _corner, decoders_in, make_work, surrogates_in
+from ..models._oracle import make_work, oracle_functions
 from ._design_solver import DesignSolver
 from ._protocol import ProtocolSolver
 
@@ -41,7 +41,8 @@ class Average(NamedTuple):
 
 
 @jit
-def perceptron_epoch(D, surrogate, order, it, state, sc, max_nodes, max_edges, mistakes, Ps):
+def perceptron_epoch(D, surrogate, order, it, state, sc, orc, dec, max_nodes, max_edges, mistakes,
+                     Ps):
     """One epoch over ``order``; ``mistakes[s]`` is 1 where sample ``s`` was
     decoded wrongly (and stepped).  Returns the number of wrongly decoded nodes.
     ``it`` is the :class:`Average`, ``state`` the :class:`State`, ``sc`` the oracle's
@@ -63,8 +64,8 @@ def perceptron_epoch(D, surrogate, order, it, state, sc, max_nodes, max_edges, m
             Pc = Ps
         else:
             Pc = P
-        _, _, n_trip = _corner(D, s, 1.0, W, Pc, U, sc.Ua, sc.PE, sc.msgs, decoders_in(sc), sc.bp,
-                               lab, Sc, work, surrogate, surrogates_in(sc))
+        _, _, n_trip = orc(D, s, surrogate, sc.sur_slack, sc.sur_poslearn, sc.sur_lp, 1.0, W,
+                           Pc, sc, work, dec)
         n_wrong = 0
         for v in range(D.node_offsets[s], D.node_offsets[s + 1]):
             if lab[v] != D.y[v]:
@@ -120,6 +121,7 @@ class Perceptron(DesignSolver):
         d = self.design
         it = Average(W=self.W, P=self.P, Wu=self.Wu, Pu=self.Pu)
         wrong = perceptron_epoch(self.D, self.code, order, it, self.state, self.scratch,
+                                 *oracle_functions(self.D, self.scratch, self.W, self.P),
                                  d.max_nodes, d.max_edges, self.mistakes, self.Ps)
         return int(self.mistakes[order].sum()), int(wrong)
 

@@ -19,7 +19,7 @@ from .._core._jit import jit, pjit, variant
 from .._core._pool import for_range
 from .._core._validation import thread_count
 from ..models._kernels import symmetric_into
-from ..models._oracle import _corner, decoders_in, make_work, surrogates_in
+from ..models._oracle import make_work, oracle_functions
 from ..models._submodular import project_supermodular
 from ._design_solver import DesignSolver
 
@@ -111,12 +111,11 @@ def make_schedule(learning_rate, decay_t0, decay_exponent, lam):
 
 
 @jit
-def _sample(D, s, j, a, Wv, Preal, sc, work, surrogate, trips, hinge):
+def _sample(D, s, j, a, Wv, Preal, sc, orc, dec, work, surrogate, trips, hinge):
     """Corner of sample ``s`` at ``a * Wv, Preal``, its triplets copied to slot ``j`` of
     ``trips`` (``sc`` the :class:`~skstruct.models._scratch.OracleScratch`)."""
-    _, hinge[j], n_trip = _corner(D, s, a, Wv, Preal, sc.U, sc.Ua, sc.PE, sc.msgs,
-                                  decoders_in(sc), sc.bp, sc.lab, sc.Sc, work, surrogate,
-                                  surrogates_in(sc))
+    _, hinge[j], n_trip = orc(D, s, surrogate, sc.sur_slack, sc.sur_poslearn, sc.sur_lp, a, Wv,
+                              Preal, sc, work, dec)
     trips.count[j] = n_trip
     t = trips.data
     for q in range(n_trip):
@@ -157,10 +156,11 @@ def _add_corner(D, s, j, coef, zc, Wv, Wz, Pv, Pz, Sc, trips):
 
 
 @jit
-def _sample_range(D, surrogate, idx, W, Preal, sc, trips, hinge, max_nodes, max_edges, j0, j1):
+def _sample_range(D, surrogate, idx, W, Preal, sc, orc, dec, trips, hinge, max_nodes, max_edges,
+                  j0, j1):
     work = make_work(sc.U.shape[1], max_nodes, max_edges, sc.belief, sc.up)
     for j in range(j0, j1):
-        _sample(D, idx[j], j, 1.0, W, Preal, sc, work, surrogate, trips, hinge)
+        _sample(D, idx[j], j, 1.0, W, Preal, sc, orc, dec, work, surrogate, trips, hinge)
 
 
 @jit
@@ -174,13 +174,14 @@ def subgradient_sum(D, surrogate, idx, W, Preal, sc, trips, hinge, max_nodes, ma
     """The corners of the samples ``idx`` at ``W, Preal`` (the tables), on the threads in
     force: their hinges into ``hinge`` and the sum of their descent directions into
     ``gW, gP`` (``P``'s form).  A mini-batch's share for a step taken elsewhere."""
-    for_range(lambda j0, j1: _sample_range(D, surrogate, idx, W, Preal, sc, trips, hinge,
-                                           max_nodes, max_edges, j0, j1), idx.shape[0])
+    orc, dec = oracle_functions(D, sc, W, Preal)
+    for_range(lambda j0, j1: _sample_range(D, surrogate, idx, W, Preal, sc, orc, dec, trips,
+                                           hinge, max_nodes, max_edges, j0, j1), idx.shape[0])
     _add_corners(D, idx, sc, trips, gW, gP)
 
 
 def _epoch(D, surrogate, order, batch_size, lam, schedule, averaging, project, it, state, sc,
-           work, trips, max_nodes, max_edges):
+           orc, dec, work, trips, max_nodes, max_edges):
     # the body of subgradient_epoch (below), compiled serially and in parallel
     n_order = order.shape[0]
     Wv, Pv, Wz, Pz = it.Wv, it.Pv, it.Wz, it.Pz
@@ -201,11 +202,13 @@ def _epoch(D, surrogate, order, batch_size, lam, schedule, averaging, project, i
             _scaled_copy(Pv, a, Preal)
         if B == 1:
             # a parallel region per sample would cost more than the sample
-            _sample(D, order[start], 0, a, Wv, Preal, sc, work1, surrogate, trips, hinge)
+            _sample(D, order[start], 0, a, Wv, Preal, sc, orc, dec, work1, surrogate, trips,
+                    hinge)
         else:
             for j in prange(B):
                 wj = make_work(K, max_nodes, max_edges, belief, up)
-                _sample(D, order[start + j], j, a, Wv, Preal, sc, wj, surrogate, trips, hinge)
+                _sample(D, order[start + j], j, a, Wv, Preal, sc, orc, dec, wj, surrogate, trips,
+                        hinge)
         for j in range(B):
             total += hinge[j]
         t = state.step[()]
@@ -290,9 +293,10 @@ def subgradient_epoch(D, surrogate, order, batch_size, lam, schedule, averaging,
     feasible iterates stay feasible.  A mini-batch's oracles run on the threads in force.
     """
     parallel = batch_size > 1 and thread_count(None) > 1
+    orc, dec = oracle_functions(D, sc, it.Wv, work.Preal)
     return (_epoch_parallel if parallel else _epoch_serial)(
         D, surrogate, order, batch_size, lam, schedule, averaging, project, it, state, sc,
-        work, trips, max_nodes, max_edges)
+        orc, dec, work, trips, max_nodes, max_edges)
 
 
 class Subgradient(DesignSolver):

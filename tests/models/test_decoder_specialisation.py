@@ -145,3 +145,54 @@ def test_scratch_flags_only_the_solvers_surrogate():
     with pytest.raises(ValueError, match="without surrogate"):
         hinge_pass(D, SURROGATES["poslearn"], 1.0, W, P, scratch(design), design.max_nodes,
                    design.max_edges, design.batch.chunks(1), np.zeros(S), np.zeros(S))
+
+
+@pytest.mark.parametrize("kind", ["tree", "multilabel", "loopy"])
+def test_first_class_oracle_answers_as_the_linked_one(kind):
+    """The kernels call the oracle and its decoders through first-class functions
+    (compiled once, shared by every kernel); compiled into the kernel instead, as for
+    designs with graph cuts, they give the same hinges, losses and labels."""
+    from skstruct.models._oracle import (
+        _FirstClass,
+        _hinge_chunks,
+        corner,
+        decode,
+        oracle_functions,
+    )
+
+    design = _design(kind)
+    rng = np.random.default_rng(6)
+    W = rng.normal(size=(design.n_features_total, design.n_columns))
+    P = rng.normal(size=(design.n_edge_features, design.n_classes, design.n_classes))
+    P = np.ascontiguousarray(design.tables(P))
+    N, S = design.batch.n_nodes, design.batch.n_samples
+    D = design.args(design.y, rng.uniform(0.5, 2.0, N), 10)
+    chunks = design.batch.chunks(1)
+    for surrogate in ("margin", "poslearn"):
+        out = []
+        for first_class in (True, False):
+            sc = scratch(design, surrogate=surrogate)
+            fns = oracle_functions(D, sc, W, P)
+            assert all(isinstance(f, _FirstClass) for f in fns)
+            hinge, ell = np.full(S, np.nan), np.full(S, np.nan)
+            orc, dec = fns if first_class else (corner, decode)
+            _hinge_chunks(D, SURROGATES[surrogate], 1.0, W, P, sc, orc, dec, design.max_nodes,
+                          design.max_edges, chunks, 0, 1, hinge, ell)
+            out.append((hinge, ell, sc.lab.copy()))
+        assert np.all(np.isfinite(out[0][0])) and out[0][0].max() > 0
+        for a, b in zip(*out):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+
+
+def test_cut_designs_compile_the_oracle_into_the_kernel():
+    """The minimum cut, ILP and QPBO group may raise from HiGHS, which a first-class call
+    could not pass on: designs that use it get the dispatchers."""
+    from skstruct.models._oracle import corner, decode, oracle_functions
+
+    design = _design("graphcut")
+    sc = scratch(design)
+    P = np.ascontiguousarray(design.tables(np.zeros((design.n_edge_features,
+                                                     design.n_classes, design.n_classes))))
+    W = np.zeros((design.n_features_total, design.n_columns))
+    D = design.args(design.y, np.ones(design.batch.n_nodes), 10)
+    assert oracle_functions(D, sc, W, P) == (corner, decode)

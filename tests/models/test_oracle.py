@@ -26,11 +26,10 @@ from hypothesis import strategies as st
 from skstruct.models import ChainModel, GraphModel, MultiLabelModel
 from skstruct.models._oracle import (
     SURROGATES,
-    decoders_in,
+    corner,
+    decode,
     hinge_pass,
     make_work,
-    oracle,
-    surrogates_in,
 )
 from skstruct.models._predict import scratch
 from tests.brute import all_scores, score_of
@@ -394,19 +393,17 @@ def test_multilabel_margin_uses_signed_unary_scores(seed, L, edges):
 # ------------------------------------------------------------------ corners
 
 
-def oracle_corner(design, D, sc, s, surrogate, P):
+def oracle_corner(design, D, sc, s, surrogate, W, P):
     """Call the oracle of sample ``s`` directly, after ``hinge_pass`` has left the
-    unary scores ``U`` (and the per-edge tables ``PE``) of every sample in the
-    scratch arrays; returns ``(ell, hinge, Sc rows, triplets (e, a, b, weight))``."""
+    TRW-S messages of every sample in the scratch arrays; returns ``(ell, hinge, Sc rows,
+    triplets (e, a, b, weight))``."""
     K = design.n_classes
     no = D.node_offsets
     n0, n1 = no[s], no[s + 1]
-    pair = P if D.tied else sc.PE
     work = make_work(K, design.max_nodes, design.max_edges, sc.belief, sc.up)
-    sur = surrogates_in(sc)
-    ell, hinge, n_trip = oracle(D, s, SURROGATES[surrogate], sur.slack, sur.poslearn, sur.lp,
-                                sc.U, sc.Ua, pair, sc.msgs, decoders_in(sc), sc.bp, sc.lab,
-                                sc.Sc, work)
+    ell, hinge, n_trip = corner(D, s, SURROGATES[surrogate], sc.sur_slack, sc.sur_poslearn,
+                                sc.sur_lp, 1.0, np.ascontiguousarray(W, np.float64),
+                                np.ascontiguousarray(P, np.float64), sc, work, decode)
     trips = [(int(work.trip_edge[t]), int(work.trip_a[t]), int(work.trip_b[t]),
               float(work.trip_w[t])) for t in range(n_trip)]
     return ell, hinge, sc.Sc[n0:n1].copy(), trips
@@ -443,7 +440,7 @@ def test_corner_is_tight(seed, structures, K, ef_mode, surrogate):
     ref = ref_margin if surrogate == "margin" else ref_poslearn
     for s, sample in enumerate(samples):
         check_unary(design, sc, s, sample)
-        ell, hinge, Sc_rows, trips = oracle_corner(design, D, sc, s, surrogate, P)
+        ell, hinge, Sc_rows, trips = oracle_corner(design, D, sc, s, surrogate, W, P)
         assert (ell, hinge) == pytest.approx((ell_all[s], hinge_all[s]), abs=1e-12)
         assert hinge == pytest.approx(ref(sample), abs=ATOL)
         assert ell - w_dot_psi(design, s, W, P, Sc_rows, trips) == pytest.approx(hinge,
@@ -466,7 +463,7 @@ def test_slack_corner_is_tight(seed, structures, K):
     _, _, sc = evaluate(design, "slack", W, P)
     D = design.args(design.y, np.ones(design.batch.n_nodes), 200)
     for s, sample in enumerate(samples):
-        ell, hinge, Sc_rows, trips = oracle_corner(design, D, sc, s, "slack", P)
+        ell, hinge, Sc_rows, trips = oracle_corner(design, D, sc, s, "slack", W, P)
         assert hinge == pytest.approx(ref_slack(sample), abs=ATOL)
         assert ell - w_dot_psi(design, s, W, P, Sc_rows, trips) == pytest.approx(hinge,
                                                                                 abs=1e-8)
@@ -483,7 +480,7 @@ def test_corner_subgradient_by_finite_differences():
     h0, _, sc = evaluate(design, "margin", W, P)
     D = design.args(design.y, np.ones(design.batch.n_nodes), 200)
     for s in range(len(samples)):
-        _, _, Sc_rows, trips = oracle_corner(design, D, sc, s, "margin", P)
+        _, _, Sc_rows, trips = oracle_corner(design, D, sc, s, "margin", W, P)
         slope = -w_dot_psi(design, s, dW, dP, Sc_rows, trips)
         assert (h1[s] - h0[s]) / t == pytest.approx(slope, abs=1e-4)
 
