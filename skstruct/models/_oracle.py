@@ -483,6 +483,43 @@ def _first_class(dispatcher, args):
     return _FirstClass(dispatcher.overloads[args])
 
 
+def _fingerprint(*args):
+    from numba._dispatcher import compute_fingerprint
+
+    return tuple(compute_fingerprint(a) for a in args)
+
+
+def _linked(sc, P):
+    """Whether the kernels must compile the oracle into themselves for this scratch:
+    a first-class call cannot raise, and the minimum cut, ILP and QPBO group may raise
+    from HiGHS; and the kernels' tables are ``P`` or ``sc.PE``, which must then share
+    one type."""
+    import numba
+
+    return sc.dec_cut is not None or numba.typeof(P) != numba.typeof(sc.PE)
+
+
+def decode_function(D, sc, P):
+    """:func:`decode` for the types of ``D``, ``sc`` and ``P``, as the kernels call it
+    (see :func:`oracle_functions`)."""
+    key = ("decode",) + _fingerprint(D, sc, P)
+    dec = _FIRST_CLASS.get(key)
+    if dec is None:
+        if _linked(sc, P):
+            dec = decode
+        else:
+            import numba
+
+            t = numba.typeof
+            work = make_work.py_func(sc.U.shape[1], 1, 1, sc.belief, sc.up)
+            dec = _first_class(decode, (t(D), numba.int64, t(sc.Ua), t(P), t(sc.msgs),
+                                        t(sc.dec_chain), t(sc.dec_tree), t(sc.dec_exact),
+                                        t(sc.dec_cut), t(sc.dec_trws), t(sc.bp), t(sc.lab),
+                                        t(work)))
+        _FIRST_CLASS[key] = dec
+    return dec
+
+
 def oracle_functions(D, sc, W, P):
     """``(corner, decode)`` for the types of ``D``, ``sc``, ``W`` and ``P``, as the kernels
     call them: :func:`corner` takes the second as its last argument.
@@ -497,28 +534,21 @@ def oracle_functions(D, sc, W, P):
     kernel as before.  The pair is kept per argument types, keyed by numba's own
     fingerprints of the arguments (a microsecond, where ``numba.typeof`` of the two
     bundles takes about a millisecond, too much for one sample's prediction)."""
-    from numba._dispatcher import compute_fingerprint
-
-    key = tuple(compute_fingerprint(a) for a in (D, sc, W, P))
+    key = ("corner",) + _fingerprint(D, sc, W, P)
     fns = _FIRST_CLASS.get(key)
-    if fns is not None:
-        return fns
-    import numba
+    if fns is None:
+        dec = decode_function(D, sc, P)
+        if dec is decode:
+            fns = corner, decode
+        else:
+            import numba
 
-    t = numba.typeof
-    if sc.dec_cut is not None or t(P) != t(sc.PE):
-        # (the kernels' tables are P or sc.PE: one type for the first-class decode)
-        fns = corner, decode
-    else:
-        work = make_work.py_func(sc.U.shape[1], 1, 1, sc.belief, sc.up)
-        dec = _first_class(decode, (t(D), numba.int64, t(sc.Ua), t(P), t(sc.msgs),
-                                    t(sc.dec_chain), t(sc.dec_tree), t(sc.dec_exact),
-                                    t(sc.dec_cut), t(sc.dec_trws), t(sc.bp), t(sc.lab),
-                                    t(work)))
-        fns = _first_class(corner, (t(D), numba.int64, numba.int64, t(sc.sur_slack),
-                                    t(sc.sur_poslearn), t(sc.sur_lp), numba.float64, t(W), t(P),
-                                    t(sc), t(work), t(dec))), dec
-    _FIRST_CLASS[key] = fns
+            t = numba.typeof
+            work = make_work.py_func(sc.U.shape[1], 1, 1, sc.belief, sc.up)
+            fns = _first_class(corner, (t(D), numba.int64, numba.int64, t(sc.sur_slack),
+                                        t(sc.sur_poslearn), t(sc.sur_lp), numba.float64, t(W),
+                                        t(P), t(sc), t(work), t(dec))), dec
+        _FIRST_CLASS[key] = fns
     return fns
 
 
@@ -565,7 +595,7 @@ def decode_pass(D, W, P, sc, max_nodes, max_edges, chunks):
     a kernel holding the decoders only: an estimator whose fit never runs the learners'
     oracle (a CRF, ``ApproxStructuredPredictor``) then does not compile the surrogates'
     code, the LP corner's included, for its first prediction."""
-    dec = oracle_functions(D, sc, W, P)[1]
+    dec = decode_function(D, sc, P)
     for_chunks(lambda c0, c1: _decode_chunks(D, W, P, sc, dec, max_nodes, max_edges, chunks,
                                              c0, c1), chunks)
 
