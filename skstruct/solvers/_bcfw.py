@@ -131,7 +131,8 @@ def bcfw_pass(D, surrogate, order, lam, averaging, project, W, P, blocks, state,
     """One pass of BCFW over the samples in ``order``; everything updated in place.
 
     ``blocks`` are the :class:`Blocks`, ``state`` the :class:`State`, ``sc`` the
-    oracle's :class:`~skstruct.models._scratch.OracleScratch` and ``work`` a
+    oracle's :class:`~skstruct.models._scratch.OracleScratch`, ``orc, dec`` the oracle and
+    its decoders (:func:`~skstruct.models._oracle.oracle_functions`) and ``work`` a
     :class:`StepWork`.  With ``project``, the weights are constrained to supermodular
     tables: ``P`` stays the dual's unconstrained map ``sum_i w_i`` and every step reads
     its projection (into ``work.Pp``; see :class:`BCFW`).

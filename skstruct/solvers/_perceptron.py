@@ -46,8 +46,9 @@ def perceptron_epoch(D, surrogate, order, it, state, sc, orc, dec, max_nodes, ma
     """One epoch over ``order``; ``mistakes[s]`` is 1 where sample ``s`` was
     decoded wrongly (and stepped).  Returns the number of wrongly decoded nodes.
     ``it`` is the :class:`Average`, ``state`` the :class:`State`, ``sc`` the oracle's
-    :class:`~skstruct.models._scratch.OracleScratch`; ``Ps`` (shaped as ``P``) receives
-    the tables of an undirected design."""
+    :class:`~skstruct.models._scratch.OracleScratch`, ``orc, dec`` the oracle and its
+    decoders (:func:`~skstruct.models._oracle.oracle_functions`); ``Ps`` (shaped as ``P``)
+    receives the tables of an undirected design."""
     W, P, Wu, Pu = it.W, it.P, it.Wu, it.Pu
     U, lab, Sc = sc.U, sc.lab, sc.Sc
     K = U.shape[1]

@@ -113,7 +113,8 @@ def make_schedule(learning_rate, decay_t0, decay_exponent, lam):
 @jit
 def _sample(D, s, j, a, Wv, Preal, sc, orc, dec, work, surrogate, trips, hinge):
     """Corner of sample ``s`` at ``a * Wv, Preal``, its triplets copied to slot ``j`` of
-    ``trips`` (``sc`` the :class:`~skstruct.models._scratch.OracleScratch`)."""
+    ``trips`` (``sc`` the :class:`~skstruct.models._scratch.OracleScratch`, ``orc, dec`` the
+    oracle and its decoders of :func:`~skstruct.models._oracle.oracle_functions`)."""
     _, hinge[j], n_trip = orc(D, s, surrogate, sc.sur_slack, sc.sur_poslearn, sc.sur_lp, a, Wv,
                               Preal, sc, work, dec)
     trips.count[j] = n_trip
