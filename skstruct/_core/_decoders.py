@@ -31,6 +31,8 @@ LOOPY = 6        # loopy belief propagation (marginals only)
 ICM = 7          # iterated conditional modes
 ILP = 8          # any graph: integer linear programming on the local polytope (exact)
 QPBO = 9         # binary labels on any graph: roof duality, a persistent partial labelling
+EXPANSION = 10   # metric tables on any graph: alpha-expansion moves by minimum cuts
+SWAP = 11        # semi-metric tables on any graph: alpha-beta swap moves by minimum cuts
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,17 @@ METHODS = {m.name: m for m in (
            summary="roof duality (QPBO) for two labels: one maximum flow labels a subset of "
            "the nodes as some optimum does, the rest are completed by ICM; exact when "
            "every node is labelled (always for submodular tables)"),
+    Method("expansion", EXPANSION, exact=False, graphs="any", bound=False,
+           constraints="unary", map="_moves:run_expansion", marginals=None, decoder=False,
+           messages=False, summary="alpha-expansion: moves that let every node keep its "
+           "label or take one label, each by a minimum cut, for metric pairwise tables "
+           "(Potts, truncated linear); within a factor of 2 of the optimum on Potts tables "
+           "with non-negative energies; no bound"),
+    Method("swap", SWAP, exact=False, graphs="any", bound=False, constraints="unary",
+           map="_moves:run_swap", marginals=None, decoder=False, messages=False,
+           summary="alpha-beta swap: moves that let the nodes of two labels exchange them, "
+           "each by a minimum cut, for semi-metric pairwise tables (also truncated "
+           "quadratic); no bound"),
     Method("loopy", LOOPY, exact=False, graphs="any", bound=False, constraints="any",
            map=None, marginals="_api:_marginals_loopy", decoder=False, messages=True,
            summary="damped loopy belief propagation; its log partition is the Bethe "

@@ -206,9 +206,14 @@ def _report(n_iter, converged, ran, max_iter, tol, return_info, unlabelled, feas
         from .._core._warnings import ConvergenceWarning
 
         bad = np.flatnonzero(~converged)
-        hint = "" if return_info else ", or pass return_info=True to see which"
-        _warn(f"{bad.size} of {converged.size} samples (first: sample {bad[0]}) did not "
-              f"converge within max_iter={max_iter} iterations of {_names(ran[bad])} "
+        if converged.size == 1:
+            hint = "" if return_info else ", or pass return_info=True for its InferenceInfo"
+            what = "the graph did not converge"
+        else:
+            hint = "" if return_info else ", or pass return_info=True to see which"
+            what = (f"{bad.size} of {converged.size} samples (first: sample {bad[0]}) did not "
+                    "converge")
+        _warn(f"{what} within max_iter={max_iter} iterations of {_names(ran[bad])} "
               f"(tol={tol:g}); raise max_iter{hint}", ConvergenceWarning)
     S = n_iter.shape[0]
     if feasible is None:
@@ -294,14 +299,15 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     pairwise : ndarray of shape (K, K), (E, K, K) or (M, K, K) with ``pw_index``
     pw_index : ndarray of int of shape (E,), optional
         Which pairwise matrix scores each edge.
-    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut", "icm", \
-"ilp", "qpbo"}
+    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut", \
+"expansion", "swap", "icm", "ilp", "qpbo"}
         ``"auto"`` sends chains to Viterbi, other forests to exact max-sum and
         graphs with cycles to TRW-S, each group in one compiled call.
         ``"graphcut"`` is exact on any graph when every pairwise table is
         supermodular in the label order, ``"ilp"`` on any graph (one integer
         program per sample), ``"qpbo"`` labels part of a two-label graph as an
-        optimum does (see :func:`map_inference`).
+        optimum does, ``"expansion"`` and ``"swap"`` are move-making graph cuts
+        for metric and semi-metric tables (see :func:`map_inference`).
         ``"chain"`` and ``"tree"`` raise if a sample is not a chain / forest.
         :func:`available_methods` lists them with what each can do.
     y : ndarray of int of shape (N,), optional
@@ -393,13 +399,19 @@ def _warn_uncertified(bad, gap, bound, ran, max_iter, tol, return_info):
     idx = np.flatnonzero(bad)
     s = int(idx[np.argmax(gap[idx])])
     rel = gap[s] / max(1.0, abs(bound[s]))
-    hint = "" if return_info else " (pass return_info=True to see which: InferenceInfo.gap)"
-    _warn(f"method='auto' ran {_names(ran[idx])} on graphs with cycles and returned "
-          f"{idx.size} labelling(s) not proven optimal: the gap between the bound and the "
-          f"labelling's score is up to {gap[s]:.6g} (sample {s}, {rel:.3g} relative, above "
-          f"tol={tol:g}){hint}; the bound may have stalled on a relaxation that is not "
-          f"tight (max_iter={max_iter}); method='exact' decides small graphs",
-          ConvergenceWarning)
+    if bad.size == 1:
+        hint = "" if return_info else " (InferenceInfo.gap with return_info=True)"
+        what = (f"a graph with cycles and returned a labelling not proven optimal: the gap "
+                f"between the bound and its score is {gap[s]:.6g} ({rel:.3g} relative, above "
+                f"tol={tol:g}){hint}")
+    else:
+        hint = "" if return_info else " (pass return_info=True to see which: InferenceInfo.gap)"
+        what = (f"graphs with cycles and returned {idx.size} labelling(s) not proven optimal: "
+                f"the gap between the bound and the labelling's score is up to {gap[s]:.6g} "
+                f"(sample {s}, {rel:.3g} relative, above tol={tol:g}){hint}")
+    _warn(f"method='auto' ran {_names(ran[idx])} on {what}; the bound may have stalled on a "
+          f"relaxation that is not tight (max_iter={max_iter}); method='exact' decides small "
+          "graphs", ConvergenceWarning)
 
 
 def _groups(batch, method, task):
@@ -918,19 +930,20 @@ def _sum_product_chain(unary, pairwise):
     return node, edge[0], logz
 
 
-def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e-6,
-                  damping=0.5, return_bound=False, return_info=False):
+def map_inference(unary, edges, pairwise, method="auto", *, pw_index=None, max_iter=100,
+                  tol=1e-6, damping=0.5, messages=None, return_bound=False,
+                  return_info=False):
     """Best labelling of a pairwise graphical model.
 
     Parameters
     ----------
     unary : array-like of shape (n_nodes, K)
     edges : array-like of int of shape (n_edges, 2)
-    pairwise : array-like of shape (K, K) or (n_edges, K, K)
+    pairwise : array-like of shape (K, K), (n_edges, K, K) or (M, K, K) with ``pw_index``
         ``pairwise[e][a, b]`` scores label ``a`` at ``edges[e, 0]`` and
         ``b`` at ``edges[e, 1]``.
-    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut", "icm", \
-"ilp", "qpbo"}
+    method : {"auto", "exact", "chain", "tree", "max-product", "trws", "graphcut", \
+"expansion", "swap", "icm", "ilp", "qpbo"}
         ``"exact"`` enumerates (tiny graphs), ``"chain"`` is Viterbi (edges
         must be ``(i, i + 1)``), ``"tree"`` exact max-sum on forests,
         ``"max-product"`` damped loopy max-product, ``"trws"`` sequential
@@ -972,7 +985,28 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
         P[1, 0]``), and bounds the best score; the other nodes are completed
         by ICM with the labelled ones fixed, and reported in
         ``InferenceInfo.unlabelled``.  Pairwise scores must be finite.
+        ``"expansion"`` and ``"swap"`` are move-making graph cuts (Y. Boykov,
+        O. Veksler and R. Zabih, "Fast approximate energy minimization via graph
+        cuts", IEEE TPAMI 2001): from each node's best unary label, cycles of
+        moves, each the best labelling within its move found by one minimum
+        cut, until a cycle lowers the energy no further or ``max_iter``
+        cycles.  An expansion move on label ``a`` lets every node keep its
+        label or take ``a``; it needs tables whose energies ``-P`` are metrics
+        (``P[b, c] + P[a, a] >= P[b, a] + P[a, c]`` for all labels, as Potts and
+        truncated-linear tables are), and on Potts tables with non-negative
+        energies it ends within a factor of 2 of the optimum's energy.  A swap
+        move on labels ``a, b`` lets the nodes labelled either exchange them;
+        it needs semi-metrics (``P[a, a] + P[b, b] >= P[a, b] + P[b, a]``, also
+        truncated-quadratic tables).  Both are approximate, without a bound;
+        other tables are refused with a ``ValueError`` naming the edge, the
+        labels and the method that applies, and pairwise scores must be finite.
+    pw_index : array-like of int of shape (n_edges,), optional
+        Which of the ``M`` tables of ``pairwise`` scores each edge (e.g. a few
+        tables shared by many edges, or per-edge weights of one shape).
     max_iter, tol, damping : budget and stopping rule of the iterative methods.
+    messages : ndarray of shape (2 n_edges, K), optional
+        Messages of TRW-S and max-product, updated in place: pass the same array
+        again to warm-start them (see :func:`map_batch`).
     return_bound : bool
         Also return an upper bound on the best score (the optimum itself for
         exact methods).  In energy terms (energy = -score) this is TRW-S's
@@ -990,10 +1024,11 @@ def map_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e
     info : InferenceInfo, if ``return_info``
     """
     unary, batch = _single(unary, edges)
-    # return_info passed on: the warnings tell a caller without it how to see which
-    labels, bound, *info = map_batch(batch, unary, pairwise, method=method,
+    # return_info passed on: the warnings tell a caller without it how to see more
+    labels, bound, *info = map_batch(batch, unary, pairwise, pw_index, method=method,
                                      max_iter=max_iter, tol=tol, damping=damping,
-                                     return_bound=True, return_info=return_info)
+                                     messages=messages, return_bound=True,
+                                     return_info=return_info)
     out = (labels,) + ((float(bound[0]),) if return_bound else ()) + tuple(info)
     return out if len(out) > 1 else labels
 

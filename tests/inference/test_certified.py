@@ -66,9 +66,36 @@ def test_auto_warns_with_the_gap_when_it_returns_an_uncertified_labelling():
     assert "'trws'" in message and f"{info.gap[0]:.6g}" in message
     assert "return_info=True" not in message
     assert found[0].filename == __file__
-    # without return_info, the warning says how to see which samples
-    with pytest.warns(ConvergenceWarning, match="pass return_info=True to see which"):
+    # without return_info, the warning says where the gap is; for one graph there is no
+    # "which" to see
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         map_inference(unary, edges, pairwise)
+    message = str(caught[0].message)
+    assert "InferenceInfo.gap with return_info=True" in message and "which" not in message
+    assert "sample" not in message
+    # several graphs: it says how to see which
+    batch = GraphBatch.from_graphs([len(unary)] * 2, [edges, edges])
+    with pytest.warns(ConvergenceWarning, match=r"method='auto' ran 'trws' on graphs with "
+                      r"cycles and returned 2 labelling\(s\).*pass return_info=True to see "
+                      r"which"):
+        map_batch(batch, np.vstack([unary, unary]), np.vstack([pairwise, pairwise]))
+
+
+def test_the_iteration_warning_of_one_graph_names_the_method_and_no_samples():
+    unary, edges, pairwise = spin_glass(0)
+    for method, ran in (("trws", "'trws'"), ("max-product", "'max-product'")):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            map_inference(unary, edges, pairwise, method=method, max_iter=2)
+        message = str(caught[0].message)
+        assert message.startswith("the graph did not converge within max_iter=2 iterations "
+                                  f"of {ran}") and "sample" not in message
+        assert "pass return_info=True for its InferenceInfo" in message
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            map_inference(unary, edges, pairwise, method=method, max_iter=2, return_info=True)
+        assert "return_info" not in str(caught[0].message)
 
 
 def test_auto_is_silent_when_every_labelling_is_certified():
