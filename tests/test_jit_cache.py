@@ -87,3 +87,38 @@ def test_constants_and_loop_indices_compile_one_signature():
 def test_a_kernel_that_needs_the_literal_still_gets_it():
     assert _from_tuple(1) == 3.5
     assert {str(s[1]) for s in _pick.signatures} == {"Literal[int](0)", "Literal[int](1)"}
+
+
+def _index_naming_a_missing_class(tmp_path, stamp):
+    """An index file as numba writes it, whose entries name a class that no longer
+    exists (a kernel's argument type removed since the cache was written)."""
+    import pickle
+    import sys
+    import types
+
+    import numba
+    from numba.core import caching
+
+    module = types.ModuleType("_skstruct_gone")
+    gone = type("Gone", (), {"__module__": "_skstruct_gone"})
+    module.Gone = gone
+    sys.modules["_skstruct_gone"] = module
+    try:
+        data = pickle.dumps((stamp, {gone(): "entry"}))
+    finally:
+        del sys.modules["_skstruct_gone"]
+    cache_file = caching.IndexDataCacheFile(str(tmp_path), "kernel-1.py311", stamp)
+    with open(cache_file._index_path, "wb") as f:
+        pickle.dump(numba.__version__, f)
+        f.write(data)
+    return cache_file
+
+
+def test_an_index_naming_a_removed_class_is_a_cache_miss(tmp_path):
+    # skstruct's own index: read as empty, and the kernel recompiles
+    ours = _index_naming_a_missing_class(tmp_path, _jit.package_stamp())
+    assert ours._load_index() == {}
+    # another package's index raises as numba does
+    other = _index_naming_a_missing_class(tmp_path, b"another stamp")
+    with pytest.raises((AttributeError, ModuleNotFoundError)):
+        other._load_index()

@@ -23,6 +23,7 @@ package that defines kernels, so that changing any of them recompiles them all.
 import functools
 import hashlib
 import os
+import pickle
 
 import numba
 from numba.core import caching, errors, types
@@ -141,4 +142,33 @@ def _install_locators():
         classes[:0] = ours
 
 
+def _tolerant_index_loader(load):
+    """numba's ``IndexDataCacheFile._load_index``, reading an index of skstruct's that
+    cannot be unpickled as empty (a cache miss).
+
+    numba unpickles an index before it compares its stamp, and the index names the
+    argument types of every entry: an index written by an older skstruct whose kernels
+    took a class that no longer exists raises ``AttributeError`` at the first call of the
+    kernel, where it should simply recompile (as numba does for a stale stamp).  Other
+    packages' indexes are read as numba reads them."""
+
+    def _load_index(self):
+        try:
+            return load(self)
+        except (AttributeError, ImportError, EOFError, pickle.UnpicklingError, TypeError):
+            if self._source_stamp != package_stamp():
+                raise
+            return {}
+
+    _load_index.skstruct = True
+    return _load_index
+
+
+def _install_tolerant_index():
+    cls = caching.IndexDataCacheFile
+    if not getattr(cls._load_index, "skstruct", False):
+        cls._load_index = _tolerant_index_loader(cls._load_index)
+
+
 _install_locators()
+_install_tolerant_index()

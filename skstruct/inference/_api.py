@@ -35,6 +35,7 @@ from ._modes import (
     SUM_PRODUCT,
     UPWARD,
 )
+from ._shapes import STRUCTURES
 
 _EDGE_MODES = {"full": EDGES_EACH, "sum": EDGES_PER_TABLE, None: EDGES_NONE,
                "none": EDGES_NONE}
@@ -288,7 +289,7 @@ def _is_real(x):
 
 def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
               loss_weights=None, max_iter=100, tol=1e-6, damping=0.5, messages=None,
-              return_bound=False, return_info=False, n_jobs=None):
+              structure="auto", return_bound=False, return_info=False, n_jobs=None):
     """MAP labelling of every sample of a packed batch.
 
     Parameters
@@ -325,6 +326,19 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
         from zeros or from what an earlier call left there: the bound is
         valid for any finite messages, and for ``-inf`` entries only where
         message passing itself produced them.
+    structure : {"auto", "dense", "potts", "truncated_linear", "truncated_quadratic"}
+        The shape of the pairwise tables, for the message-passing methods
+        (``"trws"``, ``"max-product"``): a table whose scores are Potts (``d``
+        on the diagonal, ``o`` off it), truncated linear (``c - min(w |a - b|,
+        T)``) or truncated quadratic (``c - min(w (a - b) ** 2, T)``, ``w, T >=
+        0``) has its messages and bound computed in O(K) per edge rather than
+        O(K ** 2), by distance transforms (P. F. Felzenszwalb and D. P.
+        Huttenlocher, "Efficient Belief Propagation for Early Vision", IJCV
+        2006); the results equal the dense updates' to rounding.  ``"auto"``
+        recognises each table's shape (to a relative 1e-12; more than two
+        labels), ``"dense"`` never, and a named shape declares every table of
+        that shape (a Potts table counts as either truncated one), refusing a
+        table that is not with a ``ValueError``.
     return_bound : bool
         Also return per sample an upper bound on the best score (the optimum
         itself for the exact methods; TRW-S's dual bound; for max-product the
@@ -359,7 +373,8 @@ def map_batch(batch, unary, pairwise, pw_index=None, *, method="auto", y=None,
     _check_iter(max_iter, tol, damping)
     labels = np.zeros(N, np.int64)
     bound = np.zeros(S)
-    options = MapOptions(unary, y, w, messages, max_iter, tol, damping)
+    options = MapOptions(unary, y, w, messages, max_iter, tol, damping,
+                         _Shapes(pairwise, pw_index, structure))
     n_iter = np.ones(S, np.int64)
     converged = np.ones(S, bool)
     ran = np.zeros(S, np.int64)
@@ -480,7 +495,7 @@ def _run_tree(batch, unary, pairwise, pw_index, mask, use_max, full, labels, val
 
 
 def _run_loopy_map(kind, batch, unary, pairwise, pw_index, mask, msgs, max_iter, tol, damping,
-                   labels, bound):
+                   labels, bound, shapes=None):
     from . import _loopy, _trws
 
     S = batch.n_samples
@@ -492,12 +507,38 @@ def _run_loopy_map(kind, batch, unary, pairwise, pw_index, mask, msgs, max_iter,
         converged = np.zeros(S, bool)
         out = _trws.TRWSOut(labels=labels, bound=bound, n_iter=n_iter, converged=converged,
                             score=score)
-        _trws.trws_batch(*args, mask, msgs, max_iter, tol, TRWS_WINDOW, False, out)
+        _trws.trws_batch(*args, mask, msgs, max_iter, tol, TRWS_WINDOW, False, out, shapes)
     else:
         converged = _loopy.max_product_batch(*args, mask, msgs, max_iter, damping, tol, labels,
-                                             score, n_iter)
-        _trws.dual_bound_batch(*args, mask, msgs, bound)
+                                             score, n_iter, shapes)
+        _trws.dual_bound_batch(*args, mask, msgs, bound, shapes)
     return n_iter, converged
+
+
+class _Shapes:
+    """The tables' shapes (:func:`~skstruct.inference._shapes.table_shapes`) for
+    ``structure``:
+    checked at once when declared, recognised on first use (by the message-passing
+    runners only) when ``"auto"``."""
+
+    def __init__(self, pairwise, pw_index, structure):
+        if not isinstance(structure, str) or structure not in STRUCTURES:
+            raise ValueError(f"structure must be one of {STRUCTURES}, got {structure!r}")
+        self.pairwise, self.pw_index, self.structure = pairwise, pw_index, structure
+        self._done, self._shapes = False, None
+        if structure not in ("auto", "dense"):
+            self._compute(np.unique(pw_index))
+
+    def _compute(self, used):
+        from ._shapes import table_shapes
+
+        self._shapes = table_shapes(self.pairwise, self.structure, used)
+        self._done = True
+
+    def get(self, batch, mask):
+        if not self._done:
+            self._compute(None)
+        return self._shapes
 
 
 class MapOptions:
@@ -508,8 +549,10 @@ class MapOptions:
     where a runner marks the nodes its answer leaves unproven (see
     :class:`InferenceInfo`)."""
 
-    def __init__(self, unary, y, loss_weights, messages, max_iter, tol, damping):
+    def __init__(self, unary, y, loss_weights, messages, max_iter, tol, damping, shapes=None):
         self.unary, self.y, self.loss_weights = unary, y, loss_weights
+        # the tables' shapes (_Shapes), for the message-passing runners
+        self.shapes = shapes if shapes is not None else _Shapes(None, None, "dense")
         self.unlabelled = np.zeros(unary.shape[0], bool)
         self._messages = messages
         # as the kernels take them: an integer tol would compile them a second time
@@ -544,7 +587,7 @@ def _map_loopy(kind):
     def run(batch, unary, pairwise, pw_index, mask, labels, bound, opt):
         return _run_loopy_map(kind, batch, opt.augmented, pairwise, pw_index, mask,
                               opt.messages(batch), opt.max_iter, opt.tol, opt.damping, labels,
-                              bound)
+                              bound, opt.shapes.get(batch, mask))
     return run
 
 
@@ -599,7 +642,7 @@ _map_max_product = _map_loopy("max-product")
 
 def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
                     edge_marginals="full", max_iter=100, tol=1e-6, damping=0.5, messages=None,
-                    return_info=False, n_jobs=None):
+                    structure="auto", return_info=False, n_jobs=None):
     """Node and edge marginals and the log partition of every sample.
 
     Parameters
@@ -616,6 +659,10 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
         ``None``: not computed.
     max_iter, tol, damping, messages : loopy BP settings and warm-start state
         (see :func:`map_batch`).
+    structure : {"auto", "dense", "potts", "truncated_linear", "truncated_quadratic"}
+        The tables' shape (see :func:`map_batch`): loopy BP updates a message along a
+        Potts table in O(K) rather than O(K ** 2); truncated tables keep the dense
+        sum-product update (their distance transforms are max-plus operations).
     return_info : bool
         Also return an :class:`InferenceInfo` (see :func:`map_batch`; loopy BP
         not converged also warns).
@@ -657,6 +704,7 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
     node = np.zeros((N, K))
     logz = np.zeros(S)
     ran = np.zeros(S, np.int64)
+    shapes = _Shapes(pairwise, pw_index, structure)
     with n_threads(_jobs(batch, n_jobs)):
         chunks = batch.chunks(n_chunks())
         n_tasks = chunks.shape[0] - 1
@@ -667,7 +715,7 @@ def marginals_batch(batch, unary, pairwise, pw_index=None, *, method="auto",
         else:
             edge_out = np.zeros((1, 0, K, K))
         out = MarginalsCall(node, edge_out, logz, mode, chunks, messages, max_iter, tol,
-                            damping, S)
+                            damping, S, shapes)
         for kind, mask in groups:
             if mask.any():
                 ran[mask] = METHODS[kind].code
@@ -691,8 +739,10 @@ class MarginalsCall:
     the settings of the iterative ones."""
 
     def __init__(self, node, edge_out, logz, mode, chunks, messages, max_iter, tol, damping,
-                 n_samples):
+                 n_samples, shapes=None):
         self.node, self.edge_out, self.logz, self.mode = node, edge_out, logz, mode
+        # the tables' shapes (_Shapes), for loopy BP
+        self.shapes = shapes if shapes is not None else _Shapes(None, None, "dense")
         self.chunks, self.messages = chunks, messages
         # as the kernels take them: an integer tol would compile them a second time
         self.max_iter, self.tol, self.damping = int(max_iter), float(tol), float(damping)
@@ -736,7 +786,8 @@ def _marginals_loopy(batch, unary, pairwise, pw_index, mask, out):
     args = (batch.node_offsets, batch.edge_offsets, batch.edges, unary, pairwise,
             pw_index, batch.adjacency, mask)
     it = np.zeros(S, np.int64)
-    conv = _loopy.loopy_bp_batch(*args, msgs, False, out.max_iter, out.damping, out.tol, it)
+    conv = _loopy.loopy_bp_batch(*args, msgs, False, out.max_iter, out.damping, out.tol, it,
+                                 out.shapes.get(batch, mask))
     out.n_iter[mask], out.converged[mask] = it[mask], conv[mask]
     full = np.zeros((batch.n_edges, K, K))
     _loopy.bp_beliefs_batch(*args, msgs, out.node, full, out.logz)
@@ -931,7 +982,7 @@ def _sum_product_chain(unary, pairwise):
 
 
 def map_inference(unary, edges, pairwise, method="auto", *, pw_index=None, max_iter=100,
-                  tol=1e-6, damping=0.5, messages=None, return_bound=False,
+                  tol=1e-6, damping=0.5, messages=None, structure="auto", return_bound=False,
                   return_info=False):
     """Best labelling of a pairwise graphical model.
 
@@ -1007,6 +1058,9 @@ def map_inference(unary, edges, pairwise, method="auto", *, pw_index=None, max_i
     messages : ndarray of shape (2 n_edges, K), optional
         Messages of TRW-S and max-product, updated in place: pass the same array
         again to warm-start them (see :func:`map_batch`).
+    structure : {"auto", "dense", "potts", "truncated_linear", "truncated_quadratic"}
+        The tables' shape: TRW-S and max-product update a message along a Potts or
+        truncated table in O(K) rather than O(K ** 2) (see :func:`map_batch`).
     return_bound : bool
         Also return an upper bound on the best score (the optimum itself for
         exact methods).  In energy terms (energy = -score) this is TRW-S's
@@ -1027,24 +1081,27 @@ def map_inference(unary, edges, pairwise, method="auto", *, pw_index=None, max_i
     # return_info passed on: the warnings tell a caller without it how to see more
     labels, bound, *info = map_batch(batch, unary, pairwise, pw_index, method=method,
                                      max_iter=max_iter, tol=tol, damping=damping,
-                                     messages=messages, return_bound=True,
-                                     return_info=return_info)
+                                     messages=messages, structure=structure,
+                                     return_bound=True, return_info=return_info)
     out = (labels,) + ((float(bound[0]),) if return_bound else ()) + tuple(info)
     return out if len(out) > 1 else labels
 
 
-def marginal_inference(unary, edges, pairwise, method="auto", *, max_iter=100, tol=1e-6,
-                       damping=0.5, return_info=False):
+def marginal_inference(unary, edges, pairwise, method="auto", *, pw_index=None, max_iter=100,
+                       tol=1e-6, damping=0.5, messages=None, structure="auto",
+                       return_info=False):
     """Marginals and log partition of a pairwise graphical model.
 
     Parameters
     ----------
-    unary, edges, pairwise : see :func:`map_inference`.
+    unary, edges, pairwise, pw_index : see :func:`map_inference`.
     method : {"auto", "exact", "chain", "tree", "loopy"}
         ``"tree"`` is sum-product, exact on forests; ``"loopy"`` damped
         loopy belief propagation, whose log partition is the Bethe
         approximation (exact on forests); ``"auto"`` exact on forests, loopy
         otherwise.
+    max_iter, tol, damping, messages, structure : loopy BP's settings, warm-start
+        messages and the tables' shape (see :func:`marginals_batch`).
 
     Returns
     -------
@@ -1054,9 +1111,10 @@ def marginal_inference(unary, edges, pairwise, method="auto", *, max_iter=100, t
     info : InferenceInfo, if ``return_info`` (loopy BP not converged also warns)
     """
     unary, batch = _single(unary, edges)
-    node, edge, logz, *info = marginals_batch(batch, unary, pairwise, method=method,
-                                              max_iter=max_iter, tol=tol, damping=damping,
-                                              return_info=return_info)
+    node, edge, logz, *info = marginals_batch(batch, unary, pairwise, pw_index,
+                                              method=method, max_iter=max_iter, tol=tol,
+                                              damping=damping, messages=messages,
+                                              structure=structure, return_info=return_info)
     return (node, edge, float(logz[0])) + tuple(info)
 
 

@@ -23,11 +23,12 @@ from numba import prange
 
 from .._core._jit import jit, pjit
 from ._exact import _sample_score
+from ._shapes import DENSE, POTTS, potts_maxplus, shaped_logsumexp, truncated_maxplus
 
 NEG_INF = -np.inf
 
 
-@jit
+@jit(_nrt=False)
 def _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, skip_edge, out):
     """Write ``unary[v]`` plus the messages into ``v`` except along ``skip_edge``.
 
@@ -46,7 +47,20 @@ def _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, skip_edge, out)
             out[k] += messages[row, k]
 
 
-@jit
+@jit(_nrt=False)
+def _gather_row(v, unary, adj_offsets, adj_edge, adj_side, messages, out, row):
+    """:func:`_gather` of every message into ``v`` into ``out[row]`` (indexed in place: a
+    row view costs atomic reference counts per node)."""
+    n_labels = unary.shape[1]
+    for k in range(n_labels):
+        out[row, k] = unary[v, k]
+    for p in range(adj_offsets[v], adj_offsets[v + 1]):
+        r = 2 * adj_edge[p] + 1 - adj_side[p]
+        for k in range(n_labels):
+            out[row, k] += messages[r, k]
+
+
+@jit(_nrt=False)
 def _maxplus(h, pairwise, pw, side, out):
     """``out[b] = max_a h[a] + theta(a, b)``, ``theta`` seen from the sender.
 
@@ -56,24 +70,57 @@ def _maxplus(h, pairwise, pw, side, out):
     loop walks ``pairwise`` contiguously in both cases.
     """
     n_labels = h.shape[0]
-    # row views and select-style maxima let LLVM vectorise both loop nests
+    # select-style maxima let LLVM vectorise both loop nests; the table is indexed in
+    # place, as a row view per label would cost two atomic reference counts each
     if side == 0:
         for b in range(n_labels):
             out[b] = NEG_INF
         for a in range(n_labels):
             ha = h[a]
-            row = pairwise[pw, a]
             for b in range(n_labels):
-                val = ha + row[b]
+                val = ha + pairwise[pw, a, b]
                 out[b] = val if val > out[b] else out[b]
     else:
+        # a maximum over a row: four running maxima, as LLVM may not reorder a floating
+        # maximum without assuming no NaN (one chain of dependent maxima is 4x slower)
+        n4 = n_labels - n_labels % 4
         for b in range(n_labels):
-            row = pairwise[pw, b]
-            best = NEG_INF
-            for a in range(n_labels):
-                val = h[a] + row[a]
-                best = val if val > best else best
-            out[b] = best
+            m0 = NEG_INF
+            m1 = NEG_INF
+            m2 = NEG_INF
+            m3 = NEG_INF
+            for a in range(0, n4, 4):
+                v0 = h[a] + pairwise[pw, b, a]
+                v1 = h[a + 1] + pairwise[pw, b, a + 1]
+                v2 = h[a + 2] + pairwise[pw, b, a + 2]
+                v3 = h[a + 3] + pairwise[pw, b, a + 3]
+                m0 = v0 if v0 > m0 else m0
+                m1 = v1 if v1 > m1 else m1
+                m2 = v2 if v2 > m2 else m2
+                m3 = v3 if v3 > m3 else m3
+            for a in range(n4, n_labels):
+                v0 = h[a] + pairwise[pw, b, a]
+                m0 = v0 if v0 > m0 else m0
+            m0 = m1 if m1 > m0 else m0
+            m2 = m3 if m3 > m2 else m2
+            out[b] = m2 if m2 > m0 else m0
+
+
+@jit(_nrt=False)
+def maxplus_t(h, pairwise, pw, side, out, shapes, dt):
+    """:func:`_maxplus`, in O(K) when ``shapes`` (the tables' shapes of
+    :func:`~skstruct.inference._shapes.table_shapes`, or None: every table dense) says
+    table ``pw`` has a known shape; ``dt`` (2 K + 1,) is scratch."""
+    if shapes is not None:
+        kind = int(shapes[pw, 0])
+        # one call per shape, each small enough to inline
+        if kind == POTTS:
+            potts_maxplus(h, shapes[pw, 1], shapes[pw, 2], out)
+            return
+        if kind != DENSE:
+            truncated_maxplus(h, kind, shapes[pw, 1], shapes[pw, 2], shapes[pw, 3], out, dt)
+            return
+    _maxplus(h, pairwise, pw, side, out)
 
 
 @jit
@@ -158,8 +205,9 @@ def _update_message(row, msg, messages, damping, use_max):
 
 @jit
 def _sweep(e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_side,
-           messages, use_max, damping, h, msg, acc):
-    """One Gauss-Seidel sweep over edges ``e0:e1``; returns the largest message change."""
+           messages, use_max, damping, h, msg, acc, shapes, dt):
+    """One Gauss-Seidel sweep over edges ``e0:e1``; returns the largest message change.
+    ``shapes``: see :func:`maxplus_t`."""
     delta = 0.0
     for e in range(e0, e1):
         pw = pw_index[e]
@@ -167,8 +215,9 @@ def _sweep(e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_
             sender = edges[e, side]
             _gather(sender, unary, adj_offsets, adj_edge, adj_side, messages, e, h)
             if use_max:
-                _maxplus(h, pairwise, pw, side, msg)
-            else:
+                maxplus_t(h, pairwise, pw, side, msg, shapes, dt)
+            elif shapes is None or not shaped_logsumexp(h, int(shapes[pw, 0]), shapes[pw, 1],
+                                                        shapes[pw, 2], msg, dt):
                 _logsumexp_product(h, pairwise, pw, side, msg, acc)
             _normalise(msg, use_max)
             d = _update_message(2 * e + side, msg, messages, damping, use_max)
@@ -179,7 +228,7 @@ def _sweep(e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_
 
 @pjit
 def loopy_bp_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
-                   messages, use_max, max_iter, damping, tol, n_iter_out):
+                   messages, use_max, max_iter, damping, tol, n_iter_out, shapes=None):
     """Damped loopy belief propagation in log space, messages updated in place.
 
     Parameters
@@ -214,6 +263,10 @@ def loopy_bp_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
         below ``tol`` (``-inf`` against ``-inf`` counts as no change).
     n_iter_out : int64 ndarray of shape (S,)
         Written with the number of sweeps performed by each sample.
+    shapes : ndarray of shape (M, 4) or None
+        The tables' shapes (:func:`~skstruct.inference._shapes.table_shapes`): updates
+        in O(K) for the tables of a known shape (max-product: Potts and truncated
+        tables; sum-product: Potts).  None: every table dense.
 
     Returns
     -------
@@ -245,9 +298,10 @@ def loopy_bp_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index,
         h = np.empty(n_labels)
         msg = np.empty(n_labels)
         acc = np.empty(n_labels)
+        dt = np.empty(2 * n_labels + 1)
         for it in range(max_iter):
             delta = _sweep(e0, e1, edges, unary, pairwise, pw_index, adj_offsets, adj_edge,
-                           adj_side, messages, use_max, damping, h, msg, acc)
+                           adj_side, messages, use_max, damping, h, msg, acc, shapes, dt)
             n_iter_out[s] = it + 1
             if delta < tol:
                 converged[s] = True
@@ -458,7 +512,8 @@ def _adopt(n0, n1, e0, e1, edges, unary, pairwise, pw_index, cand, best, labels_
 
 @pjit
 def max_product_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
-                      messages, max_iter, damping, tol, labels_out, score_out, n_iter_out):
+                      messages, max_iter, damping, tol, labels_out, score_out, n_iter_out,
+                      shapes=None):
     """Loopy max-product that keeps the best labelling it has seen.
 
     Runs the sweeps of :func:`loopy_bp_batch` with ``use_max=True`` and, from
@@ -471,7 +526,7 @@ def max_product_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_ind
 
     Parameters
     ----------
-    node_offsets, ..., messages, max_iter, damping, tol, n_iter_out
+    node_offsets, ..., messages, max_iter, damping, tol, n_iter_out, shapes
         As in :func:`loopy_bp_batch`.
     labels_out : int64 ndarray of shape (N,)
         Written with the best labelling seen for every active sample.
@@ -498,6 +553,7 @@ def max_product_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_ind
         h = np.empty(n_labels)
         msg = np.empty(n_labels)
         acc = np.empty(n_labels)
+        dt = np.empty(2 * n_labels + 1)
         cand = np.zeros(n1 - n0, np.int64)
         best = NEG_INF
         for v in range(n0, n1):
@@ -510,7 +566,8 @@ def max_product_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_ind
         else:
             for it in range(max_iter):
                 delta = _sweep(e0, e1, edges, unary, pairwise, pw_index, adj_offsets,
-                               adj_edge, adj_side, messages, True, damping, h, msg, acc)
+                               adj_edge, adj_side, messages, True, damping, h, msg, acc,
+                               shapes, dt)
                 n_iter_out[s] = it + 1
                 best = _keep_best(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj,
                                   messages, h, cand, best, labels_out)
@@ -521,7 +578,7 @@ def max_product_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_ind
     return converged
 
 
-@jit
+@jit(_nrt=False)
 def _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side,
             messages, labels, acc):
     """Kolmogorov's sequential decoding of one sample into ``labels[v - n0]``.

@@ -34,7 +34,7 @@ import numpy as np
 from .._core._jit import jit
 from .._core._pool import for_range
 from ._exact import _sample_score
-from ._loopy import _adopt, _decode, _gather, _maxplus
+from ._loopy import _adopt, _decode, _gather_row, maxplus_t
 
 NEG_INF = -np.inf
 
@@ -59,14 +59,17 @@ class TRWSOut(NamedTuple):
     score: np.ndarray      # (S,) the labelling's score
 
 
-@jit
-def _send(v, p, gamma, theta_hat, adj_edge, adj_side, pairwise, pw_index, messages, h, out):
+@jit(_nrt=False)
+def _send(v, p, gamma, theta_hat, lv, adj_edge, adj_side, pairwise, pw_index, messages, h,
+          out, shapes, dt):
     """TRW-S update of the message from ``v`` along adjacency position ``p``.
 
     ``m_{v->t}(x_t) = max_x [gamma theta_hat_v(x) - m_{t->v}(x) + theta(x, x_t)]``,
     shifted to max 0.  Where ``theta_hat_v`` is ``-inf`` the label is ruled
     out, so the term is ``-inf`` (this also avoids ``-inf - -inf`` when the
-    ``-inf`` came from ``m_{t->v}`` itself).
+    ``-inf`` came from ``m_{t->v}`` itself).  ``theta_hat[lv]`` is ``v``'s (indexed in
+    place: a row view costs atomic reference counts per message).  ``shapes``: see
+    :func:`~skstruct.inference._loopy.maxplus_t`.
     """
     n_labels = h.shape[0]
     e = adj_edge[p]
@@ -74,11 +77,9 @@ def _send(v, p, gamma, theta_hat, adj_edge, adj_side, pairwise, pw_index, messag
     in_row = 2 * e + 1 - side
     out_row = 2 * e + side
     for k in range(n_labels):
-        if theta_hat[k] == NEG_INF:
-            h[k] = NEG_INF
-        else:
-            h[k] = gamma * theta_hat[k] - messages[in_row, k]
-    _maxplus(h, pairwise, pw_index[e], side, out)
+        th = theta_hat[lv, k]
+        h[k] = NEG_INF if th == NEG_INF else gamma * th - messages[in_row, k]
+    maxplus_t(h, pairwise, pw_index[e], side, out, shapes, dt)
     m = NEG_INF
     for k in range(n_labels):
         m = max(m, out[k])
@@ -172,8 +173,9 @@ def _chain_structure(n0, n1, e0, e1, adj_offsets, adj_edge, adj_nbr, adj_side):
     return ChainOrder(n_lo=n_lo, n_hi=n_hi, hi_pos=hi_pos, lo_rank=lo_rank, gamma=gamma)
 
 
-@jit
-def _chain_bound(n0, n1, theta_hat, chains, a0, adj, pairwise, pw_index, messages, f, g, f2):
+@jit(_nrt=False)
+def _chain_bound(n0, n1, theta_hat, chains, a0, adj, pairwise, pw_index, messages, f, g, f2,
+                 shapes, dt):
     """Sum over the monotonic chains of the chain maximum (the TRW bound).
 
     ``theta_hat`` is ``(n, K)`` for the sample's nodes, ``chains`` the sample's
@@ -205,18 +207,15 @@ def _chain_bound(n0, n1, theta_hat, chains, a0, adj, pairwise, pw_index, message
                 # f[a] finite implies theta_hat_cur(a), hence every message
                 # into cur at a, is finite: no inf - inf below
                 for k in range(n_labels):
-                    if f[k] == NEG_INF:
-                        g[k] = NEG_INF
-                    else:
-                        g[k] = f[k] - messages[in_row, k]
-                _maxplus(g, pairwise, pw_index[e], side, f2)
+                    fk = f[k]
+                    g[k] = NEG_INF if fk == NEG_INF else fk - messages[in_row, k]
+                maxplus_t(g, pairwise, pw_index[e], side, f2, shapes, dt)
                 gt = gamma[lt]
                 for k in range(n_labels):
                     th = theta_hat[lt, k]
-                    if th == NEG_INF or f2[k] == NEG_INF:
-                        f[k] = NEG_INF
-                    else:
-                        f[k] = f2[k] + gt * th - messages[out_row, k]
+                    fk = f2[k]
+                    f[k] = (NEG_INF if th == NEG_INF or fk == NEG_INF
+                            else fk + gt * th - messages[out_row, k])
                 slot = lo_rank[p - a0]
                 cur = t
             m = NEG_INF
@@ -228,7 +227,7 @@ def _chain_bound(n0, n1, theta_hat, chains, a0, adj, pairwise, pw_index, message
 
 @jit
 def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj, messages, max_iter, tol,
-             window, relative, labels_out):
+             window, relative, labels_out, shapes=None):
     """TRW-S on one sample (nodes ``n0:n1``, edges ``e0:e1``); see :func:`trws_batch`.
 
     Returns ``(bound, n_iter, converged, score)``: the best bound, the
@@ -252,12 +251,13 @@ def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj, messages, ma
     f = np.empty(n_labels)
     f2 = np.empty(n_labels)
     cand = np.empty(n_labels)
+    dt = np.empty(2 * n_labels + 1)
     labels = np.zeros(n, np.int64)
 
     for v in range(n0, n1):
-        _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, theta_hat[v - n0])
+        _gather_row(v, unary, adj_offsets, adj_edge, adj_side, messages, theta_hat, v - n0)
     bound = _chain_bound(n0, n1, theta_hat, chains, a0, adj, pairwise, pw_index, messages, f,
-                         h, f2)
+                         h, f2, shapes, dt)
     best_bound = bound
     _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side,
             messages, labels, cand)
@@ -268,26 +268,28 @@ def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj, messages, ma
     history[0] = bound
     converged = False
 
+    # taken out of the tuple once: a field read per message costs atomic reference counts
+    gamma = chains.gamma
     for it in range(max_iter):
         for v in range(n0, n1):
-            th = theta_hat[v - n0]
-            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, th)
+            lv = v - n0
+            _gather_row(v, unary, adj_offsets, adj_edge, adj_side, messages, theta_hat, lv)
             for p in range(adj_offsets[v], adj_offsets[v + 1]):
                 if adj_nbr[p] > v:
-                    _send(v, p, chains.gamma[v - n0], th, adj_edge, adj_side, pairwise,
-                          pw_index, messages, h, out)
+                    _send(v, p, gamma[lv], theta_hat, lv, adj_edge, adj_side, pairwise,
+                          pw_index, messages, h, out, shapes, dt)
         # in the backward pass the messages into v are final once v is
         # visited, so theta_hat is left ready for the bound
         for v in range(n1 - 1, n0 - 1, -1):
-            th = theta_hat[v - n0]
-            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, th)
+            lv = v - n0
+            _gather_row(v, unary, adj_offsets, adj_edge, adj_side, messages, theta_hat, lv)
             for p in range(adj_offsets[v], adj_offsets[v + 1]):
                 if adj_nbr[p] < v:
-                    _send(v, p, chains.gamma[v - n0], th, adj_edge, adj_side, pairwise,
-                          pw_index, messages, h, out)
+                    _send(v, p, gamma[lv], theta_hat, lv, adj_edge, adj_side, pairwise,
+                          pw_index, messages, h, out, shapes, dt)
         n_done = it + 1
         new_bound = _chain_bound(n0, n1, theta_hat, chains, a0, adj, pairwise, pw_index,
-                                 messages, f, h, f2)
+                                 messages, f, h, f2, shapes, dt)
         best_bound = min(best_bound, new_bound)
         _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr,
                 adj_side, messages, labels, cand)
@@ -311,18 +313,18 @@ def trws_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index, adj, messages, ma
 
 @jit
 def _trws_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj,
-                      active, messages, max_iter, tol, window, relative, out, s0, s1):
+                      active, messages, max_iter, tol, window, relative, out, shapes, s0, s1):
     # the kernel of trws_batch, over the samples s0 <= s < s1
     for s in range(s0, s1):
         if not active[s]:
             continue
         _store(out, s, trws_one(node_offsets[s], node_offsets[s + 1], edge_offsets[s],
                                 edge_offsets[s + 1], edges, unary, pairwise, pw_index, adj,
-                                messages, max_iter, tol, window, relative, out.labels))
+                                messages, max_iter, tol, window, relative, out.labels, shapes))
 
 
 def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active, messages,
-               max_iter, tol, window, relative, out):
+               max_iter, tol, window, relative, out, shapes=None):
     """TRW-S max-sum inference: labelling, upper bound, messages in place.
 
     Runs on the threads in force (:func:`~skstruct._core._pool.for_range`).
@@ -374,6 +376,10 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj
         stopping rule was met within ``max_iter``; ``out.score`` float64 (S,) the score
         of the labelling in ``out.labels`` (``-inf`` when no labelling found satisfies
         the hard constraints).
+    shapes : ndarray of shape (M, 4) or None
+        The tables' shapes (:func:`~skstruct.inference._shapes.table_shapes`): messages
+        and bound in O(K) per edge for Potts and truncated tables.  None: every table
+        dense.
 
     Notes
     -----
@@ -384,7 +390,7 @@ def trws_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj
     """
     def run(s0, s1):
         _trws_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
-                          messages, max_iter, tol, window, relative, out, s0, s1)
+                          messages, max_iter, tol, window, relative, out, shapes, s0, s1)
 
     for_range(run, node_offsets.shape[0] - 1)
 
@@ -400,7 +406,7 @@ def _store(out, s, res):
 
 @jit
 def _dual_bound_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj,
-                            active, messages, bound_out, s0, s1):
+                            active, messages, bound_out, shapes, s0, s1):
     # the kernel of dual_bound_batch, over the samples s0 <= s < s1
     adj_offsets, adj_edge, adj_nbr, adj_side = adj.offsets, adj.edge, adj.nbr, adj.side
     n_labels = unary.shape[1]
@@ -417,16 +423,17 @@ def _dual_bound_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, 
                                   adj_edge, adj_nbr, adj_side)
         theta_hat = np.empty((n, n_labels))
         for v in range(n0, n1):
-            _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, -1, theta_hat[v - n0])
+            _gather_row(v, unary, adj_offsets, adj_edge, adj_side, messages, theta_hat, v - n0)
         f = np.empty(n_labels)
         g = np.empty(n_labels)
         f2 = np.empty(n_labels)
+        dt = np.empty(2 * n_labels + 1)
         bound_out[s] = _chain_bound(n0, n1, theta_hat, chains, adj_offsets[n0], adj, pairwise,
-                                    pw_index, messages, f, g, f2)
+                                    pw_index, messages, f, g, f2, shapes, dt)
 
 
 def dual_bound_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj, active,
-                     messages, bound_out):
+                     messages, bound_out, shapes=None):
     """Monotonic-chain upper bound on each sample's max score for given messages.
 
     The bound :func:`trws_batch` reports, evaluated once for ``messages``
@@ -435,12 +442,12 @@ def dual_bound_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_inde
     float64 ``(S,)`` is written (0 for an empty sample).  Valid for any finite
     messages; ``-inf`` entries must only rule out labels that no feasible
     labelling uses, which holds for messages computed by max-product BP or
-    TRW-S from zeros.
+    TRW-S from zeros.  ``shapes``: as in :func:`trws_batch`.
 
     Runs on the threads in force (:func:`~skstruct._core._pool.for_range`).
     """
     def run(s0, s1):
         _dual_bound_batch_range(node_offsets, edge_offsets, edges, unary, pairwise, pw_index, adj,
-                                active, messages, bound_out, s0, s1)
+                                active, messages, bound_out, shapes, s0, s1)
 
     for_range(run, node_offsets.shape[0] - 1)
