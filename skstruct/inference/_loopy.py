@@ -21,14 +21,14 @@ sample the work is sequential, so a sweep always sees the latest messages.
 import numpy as np
 from numba import prange
 
-from .._core._jit import jit, pjit
+from .._core._jit import jit, leaf, pjit
 from ._exact import _sample_score
 from ._shapes import DENSE, POTTS, potts_maxplus, shaped_logsumexp, truncated_maxplus
 
 NEG_INF = -np.inf
 
 
-@jit(_nrt=False)
+@leaf
 def _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, skip_edge, out):
     """Write ``unary[v]`` plus the messages into ``v`` except along ``skip_edge``.
 
@@ -47,7 +47,7 @@ def _gather(v, unary, adj_offsets, adj_edge, adj_side, messages, skip_edge, out)
             out[k] += messages[row, k]
 
 
-@jit(_nrt=False)
+@leaf
 def _gather_row(v, unary, adj_offsets, adj_edge, adj_side, messages, out, row):
     """:func:`_gather` of every message into ``v`` into ``out[row]`` (indexed in place: a
     row view costs atomic reference counts per node)."""
@@ -60,7 +60,7 @@ def _gather_row(v, unary, adj_offsets, adj_edge, adj_side, messages, out, row):
             out[row, k] += messages[r, k]
 
 
-@jit(_nrt=False)
+@leaf
 def _maxplus(h, pairwise, pw, side, out):
     """``out[b] = max_a h[a] + theta(a, b)``, ``theta`` seen from the sender.
 
@@ -106,7 +106,7 @@ def _maxplus(h, pairwise, pw, side, out):
             out[b] = m2 if m2 > m0 else m0
 
 
-@jit(_nrt=False)
+@leaf
 def maxplus_t(h, pairwise, pw, side, out, shapes, dt):
     """:func:`_maxplus`, in O(K) when ``shapes`` (the tables' shapes of
     :func:`~skstruct.inference._shapes.table_shapes`, or None: every table dense) says
@@ -578,7 +578,7 @@ def max_product_batch(node_offsets, edge_offsets, edges, unary, pairwise, pw_ind
     return converged
 
 
-@jit(_nrt=False)
+@leaf
 def _decode(n0, n1, unary, pairwise, pw_index, adj_offsets, adj_edge, adj_nbr, adj_side,
             messages, labels, acc):
     """Kolmogorov's sequential decoding of one sample into ``labels[v - n0]``.

@@ -14,6 +14,13 @@ Journal of Computer Vision 70(1), 2006):
   envelope of parabolas of Felzenszwalb and Huttenlocher's Algorithm 1, then the same
   truncation.
 
+A truncation that starts within ``K / 4`` labels of the diagonal is taken as a band
+instead (``max`` over the ``2 m + 1`` nearest labels and the truncation), whose shifted
+copies of ``h`` vectorise where the transforms' passes are sequential.  Every maximum is a
+select rather than a branch, and the kernels are compiled without reference counting
+(:func:`~skstruct._core._jit.leaf`): at 16 labels an update costs less than the atomic
+reference counts numba would add around it.
+
 For sum-product, a Potts table's update is ``K`` too: ``log(e^o sum_{a != b} e^{h[a]} +
 e^d e^{h[b]})``, the sum over ``a != b`` from prefix and suffix sums (no cancellation).
 Truncated tables keep the dense sum-product update.
@@ -25,7 +32,7 @@ only, which numba compiles without any of this.
 
 import numpy as np
 
-from .._core._jit import jit
+from .._core._jit import jit, leaf
 
 DENSE = 0
 POTTS = 1
@@ -139,7 +146,7 @@ def _formula(structure):
             "truncated_quadratic": "c - min(w (a - b) ** 2, T) with w, T >= 0"}[structure]
 
 
-@jit(_nrt=False)
+@leaf
 def potts_maxplus(h, d, o, out):
     """``out[b] = max(h[b] + d, max_{a != b} h[a] + o)``: a Potts table's update."""
     # the two largest entries (equal on a tie), by selects: random scores mispredict
@@ -158,7 +165,7 @@ def potts_maxplus(h, d, o, out):
         out[b] = x if x > other else other
 
 
-@jit(_nrt=False)
+@leaf
 def truncated_maxplus(h, kind, c, w, cut, out, dt):
     """``out[b] = max_a h[a] + c - min(w |a - b|, cut)`` (``kind`` LINEAR) or ``... - min(w
     (a - b) ** 2, cut)`` (QUADRATIC); ``dt`` (2 K + 1,) is scratch.
@@ -227,7 +234,7 @@ def shaped_maxplus(h, kind, p0, p1, p2, out, dt):
         truncated_maxplus(h, kind, p0, p1, p2, out, dt)
 
 
-@jit(_nrt=False)
+@leaf
 def _parabola_envelope(h, w, out, dt):
     """``out[b] = max_a h[a] - w (a - b) ** 2`` (``w > 0``): Felzenszwalb and
     Huttenlocher's lower envelope of the parabolas ``-h[a] / w + (b - a) ** 2``, over the
@@ -266,7 +273,7 @@ def _parabola_envelope(h, w, out, dt):
         out[b] = h[p] - w * (b - p) * (b - p)
 
 
-@jit(_nrt=False)
+@leaf
 def shaped_logsumexp(h, kind, p0, p1, out, dt):
     """``out[b] = log sum_a exp(h[a] + theta(a, b))`` for a Potts table (``kind`` POTTS,
     diagonal ``p0``, off-diagonal ``p1``); ``dt`` (2 K + 1,) is scratch.  Returns False,

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._core._jit import jit
+from .._core._jit import jit, leaf
 from .._core._pool import for_range
 from ._exact import _sample_score
 from ._loopy import _adopt, _decode, _gather_row, maxplus_t
@@ -59,7 +59,7 @@ class TRWSOut(NamedTuple):
     score: np.ndarray      # (S,) the labelling's score
 
 
-@jit(_nrt=False)
+@leaf
 def _send(v, p, gamma, theta_hat, lv, adj_edge, adj_side, pairwise, pw_index, messages, h,
           out, shapes, dt):
     """TRW-S update of the message from ``v`` along adjacency position ``p``.
@@ -173,7 +173,7 @@ def _chain_structure(n0, n1, e0, e1, adj_offsets, adj_edge, adj_nbr, adj_side):
     return ChainOrder(n_lo=n_lo, n_hi=n_hi, hi_pos=hi_pos, lo_rank=lo_rank, gamma=gamma)
 
 
-@jit(_nrt=False)
+@leaf
 def _chain_bound(n0, n1, theta_hat, chains, a0, adj, pairwise, pw_index, messages, f, g, f2,
                  shapes, dt):
     """Sum over the monotonic chains of the chain maximum (the TRW bound).
