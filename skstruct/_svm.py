@@ -201,8 +201,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     class_weight : dict, "balanced" or None, default=None
         Hamming loss weight of a node by its true class.
     inference_iter : int, default=10
-        TRW-S iterations (MPLP sweeps for ``surrogate="lp"``) per oracle call
-        on loopy graphs; messages are kept between passes, so few are needed.
+        TRW-S iterations (MPLP sweeps for ``surrogate="lp"``, cycles of moves
+        for the ``"expansion"`` and ``"swap"`` decoders) per oracle call on
+        loopy graphs; messages are kept between passes, so few are needed.
     warm_start : bool, default=False
         Continue from the previous fit (same training data for BCFW, whose
         dual blocks belong to samples; otherwise it starts afresh).

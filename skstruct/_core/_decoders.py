@@ -100,13 +100,13 @@ METHODS = {m.name: m for m in (
            "the nodes as some optimum does, the rest are completed by ICM; exact when "
            "every node is labelled (always for submodular tables)"),
     Method("expansion", EXPANSION, exact=False, graphs="any", bound=False,
-           constraints="unary", map="_moves:run_expansion", marginals=None, decoder=False,
+           constraints="unary", map="_moves:run_expansion", marginals=None, decoder=True,
            messages=False, summary="alpha-expansion: moves that let every node keep its "
            "label or take one label, each by a minimum cut, for metric pairwise tables "
            "(Potts, truncated linear); within a factor of 2 of the optimum on Potts tables "
            "with non-negative energies; no bound"),
     Method("swap", SWAP, exact=False, graphs="any", bound=False, constraints="unary",
-           map="_moves:run_swap", marginals=None, decoder=False, messages=False,
+           map="_moves:run_swap", marginals=None, decoder=True, messages=False,
            summary="alpha-beta swap: moves that let the nodes of two labels exchange them, "
            "each by a minimum cut, for semi-metric pairwise tables (also truncated "
            "quadratic); no bound"),
@@ -122,8 +122,8 @@ REPLACEMENTS = {
     "ad3": "use method='ilp' (exact, branch and bound) or 'trws' (its LP relaxation's "
            "dual)",
     "ad3+": "use method='ilp' (exact, branch and bound)",
-    "ogm": "use method='trws' or 'max-product' (message passing), 'ilp' (exact) or 'qpbo' "
-           "(two labels)",
+    "ogm": "use method='trws' or 'max-product' (message passing), 'expansion' or 'swap' "
+           "(move-making graph cuts), 'ilp' (exact) or 'qpbo' (two labels)",
     "lp": "use method='ilp' for the exact MAP, or skstruct.inference.lp_relaxation for the "
           "fractional marginals of the LP relaxation",
     "viterbi": "use method='chain'",

@@ -82,14 +82,17 @@ def _cut(n, tr, tail, head, cap, m, offsets, order, tree, pa, ts, dist, queue, q
 
 
 @jit
-def expansion_one(n0, n1, e0, e1, edges, unary, pair, pwi, lab, warm, max_iter, status):
+def expansion_one(n0, n1, e0, e1, edges, unary, pair, pwi, lab, warm, max_iter, strict,
+                  status):
     """Alpha-expansion on the sample of nodes ``n0:n1`` and edges ``e0:e1``.
 
     Starts from ``lab`` (``warm``) or from each node's best unary label; returns the
     number of cycles run and whether the last one lowered the energy by no more than
-    rounding.  ``status`` (5,) gets ``NOT_METRIC, e, a, b, c`` when a move on label ``a``
-    met edge ``e`` labelled ``(b, c)``, a configuration its table makes non-submodular (the
-    labels are then those before that move)."""
+    rounding.  With ``strict``, ``status`` (5,) gets ``NOT_METRIC, e, a, b, c`` when a move
+    on label ``a`` met edge ``e`` labelled ``(b, c)``, a configuration its table makes
+    non-submodular (the labels are then those before that move).  Without, such a term is
+    left out of the move's cut (the move then approximates the best one; it is still kept
+    only if it lowers the energy): the learners' decoder, whose tables are learned."""
     K = unary.shape[1]
     nv = n1 - n0
     status[0] = OK
@@ -145,7 +148,7 @@ def expansion_one(n0, n1, e0, e1, edges, unary, pair, pwi, lab, warm, max_iter, 
                 tr[u] -= C - A
                 tr[w] -= D - C
                 lam = B + C - A - D
-                if lam < -1e-9 * (1.0 + abs(A) + abs(B) + abs(C) + abs(D)):
+                if strict and lam < -1e-9 * (1.0 + abs(A) + abs(B) + abs(C) + abs(D)):
                     status[0] = NOT_METRIC
                     status[1] = e
                     status[2] = a
@@ -185,11 +188,12 @@ def expansion_one(n0, n1, e0, e1, edges, unary, pair, pwi, lab, warm, max_iter, 
 
 @jit
 def swap_one(n0, n1, e0, e1, edges, unary, pair, pwi, adj_offsets, adj_edge, adj_nbr,
-             adj_side, lab, warm, max_iter, status):
+             adj_side, lab, warm, max_iter, strict, status):
     """Alpha-beta swap on the sample of nodes ``n0:n1`` and edges ``e0:e1`` (see
-    :func:`expansion_one`); ``adj_*`` the batch's adjacency.  ``status`` gets
-    ``NOT_METRIC, e, a, b`` when a move on labels ``a, b`` met edge ``e`` with
-    ``V(a, a) + V(b, b) > V(a, b) + V(b, a)``."""
+    :func:`expansion_one`); ``adj_*`` the batch's adjacency.  With ``strict``, ``status``
+    gets ``NOT_METRIC, e, a, b`` when a move on labels ``a, b`` met edge ``e`` with
+    ``V(a, a) + V(b, b) > V(a, b) + V(b, a)``; without, that term is left out of the
+    move's cut."""
     K = unary.shape[1]
     nv = n1 - n0
     status[0] = OK
@@ -271,7 +275,8 @@ def swap_one(n0, n1, e0, e1, edges, unary, pair, pwi, adj_offsets, adj_edge, adj
                         tr[i] -= C - A
                         tr[j] -= D - C
                         lam = B + C - A - D
-                        if lam < -1e-9 * (1.0 + abs(A) + abs(B) + abs(C) + abs(D)):
+                        if strict and lam < -1e-9 * (1.0 + abs(A) + abs(B) + abs(C)
+                                                     + abs(D)):
                             status[0] = NOT_METRIC
                             status[1] = adj_edge[p]
                             status[2] = a
@@ -320,10 +325,10 @@ def _moves_chunks(swap, node_offsets, edge_offsets, edges, unary, pairwise, pw_i
             if swap:
                 it, ok = swap_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index,
                                   adj_offsets, adj_edge, adj_nbr, adj_side, labels, warm,
-                                  max_iter, status[s])
+                                  max_iter, True, status[s])
             else:
                 it, ok = expansion_one(n0, n1, e0, e1, edges, unary, pairwise, pw_index,
-                                       labels, warm, max_iter, status[s])
+                                       labels, warm, max_iter, True, status[s])
             n_iter[s] = it
             converged[s] = ok
 

@@ -24,6 +24,7 @@ from .._core._decoders import (
     MESSAGE_DECODERS,
     METHODS,
     QPBO,
+    SWAP,
     TREE,
     TRWS,
     unknown_method,
@@ -59,11 +60,11 @@ class DesignArrays(NamedTuple):
     order: np.ndarray          # forest order (dummy without tree samples)
     parent: np.ndarray
     parent_edge: np.ndarray
-    adj_offsets: np.ndarray    # adjacency (dummies without TRW-S samples)
+    adj_offsets: np.ndarray    # adjacency (dummies without TRW-S or swap samples)
     adj_edge: np.ndarray
     adj_nbr: np.ndarray
     adj_side: np.ndarray
-    inference_iter: int        # TRW-S iterations (MPLP sweeps) per oracle call
+    inference_iter: int        # TRW-S iterations (MPLP sweeps, move cycles) per oracle call
     xrow: np.ndarray           # (N,) feature row of each node
     xoff: np.ndarray           # (N,) column shift of each node's features
     dense: bool                # every feature row stores all its columns
@@ -159,9 +160,10 @@ class Design:
         b = self.batch
         K = self.n_classes
         need_tree = self.uses_forest_order
-        need_trws = self.uses_messages
+        # TRW-S's messages and the swap moves read the adjacency
+        need_adj = self.uses_messages or bool(np.any(self.kind == SWAP))
         forest = b.forest if need_tree else Forest.dummy()
-        adj = b.adjacency if need_trws else Adjacency.dummy(b.n_nodes)
+        adj = b.adjacency if need_adj else Adjacency.dummy(b.n_nodes)
         ef = self.edge_features
         pwi = (ef.indices.astype(np.int64) if self.tied
                else np.arange(b.n_edges, dtype=np.int64))

@@ -111,7 +111,7 @@ class GraphModel(_SampleListModel):
     Parameters
     ----------
     inference_method : {"auto", "chain", "tree", "exact", "trws", "graphcut", "ilp", \
-"qpbo"}
+"qpbo", "expansion", "swap"}
         Decoder.  ``"auto"`` picks per sample: Viterbi for chains, exact
         max-sum for forests, enumeration when ``n_classes ** n_nodes <= 4096``,
         TRW-S otherwise (approximate; its messages are warm-started between
@@ -120,8 +120,12 @@ class GraphModel(_SampleListModel):
         sample and needs ``submodular=True``.  ``"ilp"`` is exact on any graph
         by integer programming (one solver call per sample and pass: for small
         and mid-sized graphs); ``"qpbo"`` is roof duality for two labels, exact
-        where it labels every node (see
-        :func:`skstruct.inference.map_inference`).
+        where it labels every node; ``"expansion"`` and ``"swap"`` are
+        move-making graph cuts, up to ``inference_iter`` cycles of moves per
+        call (approximate; for Potts-like tables, see
+        :func:`skstruct.inference.map_inference`): learned tables need not be
+        metrics, so a move leaves out the terms it cannot cut, and is kept
+        only if it raises the score.
     submodular : bool, default=False
         Keep every pairwise table supermodular in the label order,
         ``P[a, b] + P[a+1, b+1] >= P[a, b+1] + P[a+1, b]`` (a submodular

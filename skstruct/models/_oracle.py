@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._core._decoders import CHAIN, EXACT, GRAPHCUT, ILP, QPBO, TREE
+from .._core._decoders import CHAIN, EXACT, EXPANSION, GRAPHCUT, ILP, QPBO, SWAP, TREE
 from .._core._graph import Adjacency, Forest
 from .._core._jit import jit
 from .._core._pool import for_chunks
@@ -48,6 +48,7 @@ from ..inference._exact import exact_map_one
 from ..inference._graphcut import graphcut_one
 from ..inference._ilp import ilp_one
 from ..inference._modes import EDGES_NONE, MAX_SUM, UPWARD
+from ..inference._moves import expansion_one, swap_one
 from ..inference._mplp import lp_bound_one, mplp_sweeps
 from ..inference._qpbo import qpbo_one
 from ..inference._tree import TreeOut, TreeWork, tree_one
@@ -169,6 +170,18 @@ def decode(D, s, Ua, pair, msgs, chain, tree, exact, cut, trws, bp, lab, work):
         if kind == QPBO:
             return qpbo_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab,
                             np.empty(n1 - n0, np.bool_))
+        if kind == EXPANSION or kind == SWAP:
+            # up to inference_iter cycles of moves from the best unary labels; learned
+            # tables need not stay metrics, so a move leaves out the terms it cannot cut
+            # rather than refuse (it is kept only if it lowers the energy)
+            status = np.zeros(5, np.int64)
+            if kind == EXPANSION:
+                expansion_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab, False,
+                              D.inference_iter, False, status)
+            else:
+                swap_one(n0, n1, e0, e1, D.edges, Ua, pair, pwi, D.adj_offsets, D.adj_edge,
+                         D.adj_nbr, D.adj_side, lab, False, D.inference_iter, False, status)
+            return labelling_score(n0, n1, e0, e1, D.edges, Ua, pair, pwi, lab)
     if trws is None:
         return 0.0
     # a one-iteration, relative stall test keeps learning's inner loop short;

@@ -5,13 +5,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._core._decoders import CHAIN, EXACT, GRAPHCUT, ILP, QPBO, TREE
+from .._core._decoders import CHAIN, EXACT, EXPANSION, GRAPHCUT, ILP, QPBO, SWAP, TREE
 from ._submodular import supermodular_violation
 
 # the decoders ``decode`` (skstruct/models/_oracle.py) compiles without the others
 COMMON_DECODERS = (CHAIN, TREE, EXACT)
 # the decoders compiled together, each group only for designs that use it (see Decoders)
-CUT_DECODERS = (GRAPHCUT, ILP, QPBO)
+CUT_DECODERS = (GRAPHCUT, ILP, QPBO, EXPANSION, SWAP)
 _GROUPS = {"chain": (CHAIN,), "tree": (TREE,), "exact": (EXACT,), "cut": CUT_DECODERS}
 
 
@@ -27,7 +27,7 @@ class Decoders(NamedTuple):
     chain: np.ndarray      # Viterbi
     tree: np.ndarray       # tree max-sum
     exact: np.ndarray      # enumeration
-    cut: np.ndarray        # a minimum cut, the ILP or QPBO
+    cut: np.ndarray        # a minimum cut, the ILP, QPBO or the move-making cuts
     trws: np.ndarray       # TRW-S: every other decoder's samples
 
 
