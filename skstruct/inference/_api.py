@@ -32,10 +32,10 @@ from ._modes import (
     EDGES_NONE,
     EDGES_PER_TABLE,
     MAX_SUM,
+    STRUCTURES,
     SUM_PRODUCT,
     UPWARD,
 )
-from ._shapes import STRUCTURES
 
 _EDGE_MODES = {"full": EDGES_EACH, "sum": EDGES_PER_TABLE, None: EDGES_NONE,
                "none": EDGES_NONE}

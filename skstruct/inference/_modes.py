@@ -16,3 +16,6 @@ BOTH_WAYS = 1       # and back: the (max-)marginals of every node
 EDGES_NONE = 0      # none
 EDGES_EACH = 1      # every edge's (K, K) marginal, by edge
 EDGES_PER_TABLE = 2  # summed per pairwise table (per thread chunk)
+
+# the pairwise tables' shapes a caller may declare (``structure=``; see _shapes.py)
+STRUCTURES = ("auto", "dense", "potts", "truncated_linear", "truncated_quadratic")

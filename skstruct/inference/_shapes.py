@@ -33,13 +33,13 @@ only, which numba compiles without any of this.
 import numpy as np
 
 from .._core._jit import jit, leaf
+from ._modes import STRUCTURES  # noqa: F401 (the names table_shapes checks against)
 
 DENSE = 0
 POTTS = 1
 LINEAR = 2       # truncated linear
 QUADRATIC = 3    # truncated quadratic
 
-STRUCTURES = ("auto", "dense", "potts", "truncated_linear", "truncated_quadratic")
 # the shapes each declared structure admits (a Potts table is both truncated kinds)
 _DECLARED = {"potts": (POTTS,), "truncated_linear": (POTTS, LINEAR),
              "truncated_quadratic": (POTTS, QUADRATIC)}
