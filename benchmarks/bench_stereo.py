@@ -88,21 +88,14 @@ print({mark!r} + json.dumps(row))
 
 
 def problem(side, K, smooth, seed=0):
-    """The stereo-like grid's scores: unary (side ** 2, K), edges, the (K, K) table."""
-    rng = np.random.default_rng(seed)
-    truth = np.zeros((side, side), int)
-    for _ in range(30):
-        r, c, s = rng.integers(0, side), rng.integers(0, side), rng.integers(10, 80)
-        truth[r:r + s, c:c + s] = rng.integers(0, K)
-    unary = -np.abs(np.arange(K)[None, :]
-                    - (truth.ravel()[:, None] + rng.normal(0, 3, (side * side, 1))))
-    unary = np.minimum(unary, 0) * 10 + rng.normal(0, 5, (side * side, K))
-    idx = np.arange(side * side).reshape(side, side)
-    edges = np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
-                            np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1)])
+    """The stereo-like grid's scores (``bench_trws_stopping.stereo``'s): unary (side ** 2,
+    K), edges, and the (K, K) table of the smoothness ``smooth``."""
+    from bench_trws_stopping import stereo
+
+    unary, edges, linear = stereo(side, K, seed)
     d = np.abs(np.arange(K)[:, None] - np.arange(K)[None, :])
-    table = -20.0 * ((d > 0) if smooth == "potts" else np.minimum(d, 3))
-    return unary, edges, table.astype(float)
+    table = -20.0 * (d > 0) if smooth == "potts" else linear[0]
+    return unary, edges, np.ascontiguousarray(table, dtype=float)
 
 
 def energy(unary, edges, table, labels):

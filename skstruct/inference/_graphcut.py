@@ -296,6 +296,18 @@ def bk_max_flow(n, tr, tail, head, cap, offsets, order, eps, tree, pa, ts, dist,
 
 
 @jit
+def cut_scratch(n, m_max):
+    """The arrays of :func:`bk_max_flow` on ``n`` nodes and up to ``m_max`` arcs, with the
+    arc lists it reads: ``(tail, head, cap, order, offsets, tr, tree, pa, ts, dist, queue,
+    queued, orphans)``."""
+    return (np.empty(m_max, np.int64), np.empty(m_max, np.int64), np.empty(m_max),
+            np.empty(m_max, np.int64), np.empty(n + 1, np.int64), np.empty(n),
+            np.empty(n, np.int8), np.empty(n, np.int64), np.empty(n, np.int64),
+            np.empty(n, np.int64), np.empty(n + 1, np.int64), np.empty(n, np.bool_),
+            np.empty(n, np.int64))
+
+
+@jit
 def graphcut_one(n0, n1, e0, e1, edges, unary, pair, pwi, labels):
     """Exact MAP labels of the sample of nodes ``n0:n1`` and edges ``e0:e1``
     (edge ``e`` scores ``pair[pwi[e]]``, supermodular in the label order: the
@@ -316,20 +328,8 @@ def graphcut_one(n0, n1, e0, e1, edges, unary, pair, pwi, labels):
         return total
     n = nv * L
     # arc pairs: a monotonicity pair per node and layer, an arc per layer pair per edge
-    m_max = 2 * (n + (e1 - e0) * L * L)
-    tail = np.empty(m_max, np.int64)
-    head = np.empty(m_max, np.int64)
-    cap = np.empty(m_max)
-    order = np.empty(m_max, np.int64)
-    offsets = np.empty(n + 1, np.int64)
-    tr = np.empty(n)
-    tree = np.empty(n, np.int8)
-    pa = np.empty(n, np.int64)
-    ts = np.empty(n, np.int64)
-    dist = np.empty(n, np.int64)
-    queue = np.empty(n + 1, np.int64)
-    queued = np.empty(n, np.bool_)
-    orphans = np.empty(n, np.int64)
+    tail, head, cap, order, offsets, tr, tree, pa, ts, dist, queue, queued, orphans = \
+        cut_scratch(n, 2 * (n + (e1 - e0) * L * L))
     node_e = np.empty((nv, K))
     # energies; a -inf score (a forbidden label) becomes a finite energy larger
     # than any finite labelling's, so that the cut avoids it where it can

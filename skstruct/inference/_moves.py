@@ -29,7 +29,7 @@ import numpy as np
 
 from .._core._jit import jit
 from .._core._pool import for_chunks
-from ._graphcut import _S, _group_by_tail, _push_arc, bk_max_flow
+from ._graphcut import _S, _group_by_tail, _push_arc, bk_max_flow, cut_scratch
 
 # what a kernel reports per sample besides its labels
 OK = 0
@@ -66,6 +66,24 @@ def _energy(n0, e0, e1, edges, De, pair, pwi, lab):
 
 
 @jit
+def _start(n0, n1, unary, lab, warm):
+    """The node energies of the sample of nodes ``n0:n1`` (:func:`_node_energies`), and,
+    unless ``warm``, each node's best unary label into ``lab``."""
+    K = unary.shape[1]
+    nv = n1 - n0
+    De = np.empty((nv, K))
+    _node_energies(n0, n1, unary, De)
+    if not warm:
+        for v in range(nv):
+            best = 0
+            for k in range(1, K):
+                if De[v, k] < De[v, best]:
+                    best = k
+            lab[n0 + v] = best
+    return De
+
+
+@jit
 def _cut(n, tr, tail, head, cap, m, offsets, order, tree, pa, ts, dist, queue, queued,
          orphans):
     """A minimum cut of the move's graph of ``n`` nodes and ``m`` arcs: ``tree[v] == _S``
@@ -98,29 +116,10 @@ def expansion_one(n0, n1, e0, e1, edges, unary, pair, pwi, lab, warm, max_iter, 
     status[0] = OK
     if nv == 0:
         return 0, True
-    De = np.empty((nv, K))
-    _node_energies(n0, n1, unary, De)
-    if not warm:
-        for v in range(nv):
-            best = 0
-            for k in range(1, K):
-                if De[v, k] < De[v, best]:
-                    best = k
-            lab[n0 + v] = best
-    m_max = 2 * max(e1 - e0, 1)
-    tail = np.empty(m_max, np.int64)
-    head = np.empty(m_max, np.int64)
-    cap = np.empty(m_max)
-    order = np.empty(m_max, np.int64)
-    offsets = np.empty(nv + 1, np.int64)
-    tr = np.empty(nv)
-    tree = np.empty(nv, np.int8)
-    pa = np.empty(nv, np.int64)
-    ts = np.empty(nv, np.int64)
-    dist = np.empty(nv, np.int64)
-    queue = np.empty(nv + 1, np.int64)
-    queued = np.empty(nv, np.bool_)
-    orphans = np.empty(nv, np.int64)
+    De = _start(n0, n1, unary, lab, warm)
+    # unpacked once: a field read per edge would cost atomic reference counts
+    tail, head, cap, order, offsets, tr, tree, pa, ts, dist, queue, queued, orphans = \
+        cut_scratch(nv, 2 * max(e1 - e0, 1))
     energy = _energy(n0, e0, e1, edges, De, pair, pwi, lab)
     cycles = 0
     converged = False
@@ -199,29 +198,10 @@ def swap_one(n0, n1, e0, e1, edges, unary, pair, pwi, adj_offsets, adj_edge, adj
     status[0] = OK
     if nv == 0:
         return 0, True
-    De = np.empty((nv, K))
-    _node_energies(n0, n1, unary, De)
-    if not warm:
-        for v in range(nv):
-            best = 0
-            for k in range(1, K):
-                if De[v, k] < De[v, best]:
-                    best = k
-            lab[n0 + v] = best
-    m_max = 2 * max(e1 - e0, 1)
-    tail = np.empty(m_max, np.int64)
-    head = np.empty(m_max, np.int64)
-    cap = np.empty(m_max)
-    order = np.empty(m_max, np.int64)
-    offsets = np.empty(nv + 1, np.int64)
-    tr = np.empty(nv)
-    tree = np.empty(nv, np.int8)
-    pa = np.empty(nv, np.int64)
-    ts = np.empty(nv, np.int64)
-    dist = np.empty(nv, np.int64)
-    queue = np.empty(nv + 1, np.int64)
-    queued = np.empty(nv, np.bool_)
-    orphans = np.empty(nv, np.int64)
+    De = _start(n0, n1, unary, lab, warm)
+    # unpacked once: a field read per edge would cost atomic reference counts
+    tail, head, cap, order, offsets, tr, tree, pa, ts, dist, queue, queued, orphans = \
+        cut_scratch(nv, 2 * max(e1 - e0, 1))
     local = np.full(nv, -1, np.int64)     # the move's variable of a node, or -1
     member = np.empty(nv, np.int64)       # the node of a variable
     energy = _energy(n0, e0, e1, edges, De, pair, pwi, lab)
