@@ -535,7 +535,7 @@ class _Shapes:
         self._shapes = table_shapes(self.pairwise, self.structure, used)
         self._done = True
 
-    def get(self, batch, mask):
+    def get(self):
         if not self._done:
             self._compute(None)
         return self._shapes
@@ -587,7 +587,7 @@ def _map_loopy(kind):
     def run(batch, unary, pairwise, pw_index, mask, labels, bound, opt):
         return _run_loopy_map(kind, batch, opt.augmented, pairwise, pw_index, mask,
                               opt.messages(batch), opt.max_iter, opt.tol, opt.damping, labels,
-                              bound, opt.shapes.get(batch, mask))
+                              bound, opt.shapes.get())
     return run
 
 
@@ -787,7 +787,7 @@ def _marginals_loopy(batch, unary, pairwise, pw_index, mask, out):
             pw_index, batch.adjacency, mask)
     it = np.zeros(S, np.int64)
     conv = _loopy.loopy_bp_batch(*args, msgs, False, out.max_iter, out.damping, out.tol, it,
-                                 out.shapes.get(batch, mask))
+                                 out.shapes.get())
     out.n_iter[mask], out.converged[mask] = it[mask], conv[mask]
     full = np.zeros((batch.n_edges, K, K))
     _loopy.bp_beliefs_batch(*args, msgs, out.node, full, out.logz)

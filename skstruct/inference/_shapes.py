@@ -33,7 +33,6 @@ only, which numba compiles without any of this.
 import numpy as np
 
 from .._core._jit import jit, leaf
-from ._modes import STRUCTURES  # noqa: F401 (the names table_shapes checks against)
 
 DENSE = 0
 POTTS = 1
