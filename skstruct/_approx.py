@@ -430,6 +430,6 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
         return excluded
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        state = super().__getstate__()
         state.pop("_solver", None)
         return state

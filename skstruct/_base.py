@@ -14,6 +14,7 @@ from ._core import n_threads
 from ._core._packing import check_sequence
 from ._core._params import Interval, InvalidParameterError, KeywordOnly
 from ._core._validation import check_n_jobs
+from ._persist import VersionedState
 from .models import StructuredModel, _fastpath, auto_model
 
 # the range of C (and C_energy) the learners accept: beyond it the weights or the
@@ -284,8 +285,10 @@ def _thread_methods(cls):
             method.fn = _threaded(method.fn)
 
 
-class StructuredEstimatorMixin(KeywordOnly):
+class StructuredEstimatorMixin(VersionedState, KeywordOnly):
     """``predict``/``score``/tags for estimators with a fitted ``model_`` and weights.
+
+    A saved estimator records the skstruct version that saved it (:class:`VersionedState`).
 
     Subclasses provide ``_weights()`` returning ``(W (F, Kp), P (EF, K, K))``.
     A ``model_`` of the model protocol without the batched path predicts

@@ -659,7 +659,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         return "_W" in self.__dict__
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        state = super().__getstate__()
         # the solver state (dual blocks, scratch) is only needed for warm starts
         # within a session; keep pickles small
         state.pop("_solver", None)

@@ -8,9 +8,12 @@
   :class:`sklearn.exceptions.ConvergenceWarning`.
 * :class:`InfeasibilityWarning`: inference met a sample without a labelling of finite
   score.
+* :class:`InconsistentVersionWarning`: an estimator saved by another version of skstruct
+  was loaded (pickle, joblib or ``skops.io``).
 """
 
 from ._core._params import InvalidParameterError
-from ._core._warnings import ConvergenceWarning, InfeasibilityWarning
+from ._core._warnings import ConvergenceWarning, InconsistentVersionWarning, InfeasibilityWarning
 
-__all__ = ["ConvergenceWarning", "InfeasibilityWarning", "InvalidParameterError"]
+__all__ = ["ConvergenceWarning", "InconsistentVersionWarning", "InfeasibilityWarning",
+           "InvalidParameterError"]

@@ -14,6 +14,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._core._rows import coded_rows
+from ._persist import VersionedState
 
 __all__ = ["NodeTransformer"]
 
@@ -426,7 +427,8 @@ def _transform_dicts_fast(t, X):
     return _csr_blocks(out, np.cumsum([0, *map(len, X)]))
 
 
-class NodeTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class NodeTransformer(VersionedState, TransformerMixin, BaseEstimator,
+                      auto_wrap_output_keys=None):
     """Fit and apply a transformer to the nodes of all samples together.
 
     The transformer sees one table: the node features of all samples stacked

@@ -30,6 +30,41 @@ class InfeasibilityWarning(UserWarning):
     labelling of finite score, or could not find one."""
 
 
+class InconsistentVersionWarning(UserWarning):
+    """An estimator was loaded by another version of skstruct than the one that saved it.
+
+    Issued by unpickling (``pickle``, ``joblib``, ``skops.io``) a skstruct estimator whose
+    saved state names another ``skstruct.__version__`` than the running one, or none (a
+    state saved before skstruct recorded its version).  A fitted estimator's attributes
+    may change between versions: predictions of the loaded estimator are then not
+    guaranteed.  Refit it with the running version, or load it with the version that
+    saved it.
+
+    Parameters
+    ----------
+    estimator_name : str
+        The class of the loaded estimator.
+    original_version : str or None
+        The version of skstruct that saved it; None if the state records none.
+    current_version : str
+        The running version of skstruct.
+    """
+
+    def __init__(self, *, estimator_name, original_version, current_version):
+        self.estimator_name = estimator_name
+        self.original_version = original_version
+        self.current_version = current_version
+        super().__init__(estimator_name, original_version, current_version)
+
+    def __str__(self):
+        saved = ("a version of skstruct that did not record its version"
+                 if self.original_version is None else f"skstruct {self.original_version}")
+        return (f"Loading {self.estimator_name} saved by {saved} with skstruct "
+                f"{self.current_version}: its fitted attributes may not be what this "
+                "version expects, and its predictions are not guaranteed. Refit it with "
+                f"skstruct {self.current_version}, or load it with the version that saved it.")
+
+
 def _make_convergence_warning():
     from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 
