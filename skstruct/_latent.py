@@ -137,6 +137,26 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         (hidden states the next imputation changed), ``"n_passes"`` (the
         convex learner's passes, or iterations for one-slack, in the step)
         and ``"seconds"`` (cumulative).
+
+    Examples
+    --------
+    Handwritten words with two hidden sub-states per letter:
+
+    >>> from skstruct import LatentStructuredSVM, StructuredSVM
+    >>> from skstruct.datasets import load_letters
+    >>> from skstruct.models import ChainModel, HiddenStatesModel
+    >>> d = load_letters()
+    >>> svm = StructuredSVM(model=HiddenStatesModel(ChainModel(), n_states_per_label=2),
+    ...                     C=1.0, tol=0.1, max_iter=100, random_state=0)
+    >>> lssvm = LatentStructuredSVM(estimator=svm, tol=0.01, random_state=0)
+    >>> lssvm = lssvm.fit(d.X[:50], d.y[:50])
+    >>> K = len(lssvm.classes_)                        # letters seen in these words
+    >>> states = lssvm.predict_latent(d.X[50:51])[0]   # a sub-state per letter
+    >>> bool(states.max() < 2 * K)
+    True
+    >>> labels = lssvm.classes_[lssvm.model_.state_label_[states]]
+    >>> bool((labels == lssvm.predict(d.X[50:51])[0]).all())
+    True
     """
 
     _parameter_constraints = shared_constraints(

@@ -199,7 +199,7 @@ class NonLocalCRF(CRF):
         The CRF's weights, flat (node weights then edge tables).
     unary_coef_ : ndarray (n_classes, n_features)
     pairwise_coef_ : ndarray (n_edge_features, n_classes, n_classes)
-        (``(n_classes, n_classes)`` for one shared transition table).
+        One table (``n_edge_features = 1``) without edge features.
     energy_ : fitted clone of ``energy``, or None
     psi_coef_ : ndarray (n_terms, n_psi_features) or None
         Energy weights: column 0 the constant, then one per random feature.

@@ -64,7 +64,7 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         2-D ``y`` and ``MulticlassModel``
         for a 2-D ``X`` with a 1-D ``y``.  The object passed is never
         modified; the fitted copy is ``model_``.
-    solver : {"bcfw", "subgradient", "extragradient", "one_slack"}, default="bcfw"
+    solver : {"bcfw", "subgradient", "extragradient", "one_slack", "n_slack", "fw"}, default="bcfw"
         The algorithm that minimises the objective:
 
         * ``"bcfw"``: block-coordinate Frank-Wolfe on the dual, stopped by the
@@ -241,7 +241,9 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         dask Bag, also ``"bytes_sent"`` and ``"bytes_received"``, the payload
         per pass (mean).
     gap_estimates_ : ndarray of shape (passes of this fit,)
-        BCFW: for every pass of the last call to ``fit``, the sum of
+        Every solver but ``"subgradient"`` (which has no dual; the attribute
+        is then absent), one entry per pass of the last call to ``fit``.
+        BCFW: the sum of
         the per-block Frank-Wolfe gaps met during it.  Each is evaluated at
         the weights of its step, so the sum estimates the duality gap of the
         pass's iterates without any extra oracle call; it is not the gap of
