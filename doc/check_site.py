@@ -9,8 +9,13 @@ Usage::
 
     python doc/check_site.py doc/_build/html [page ...]
 
-The default pages are the index, the API reference of ``StructuredSVM`` and the gallery page
-of the OCR structured SVM example.  Exit status 0 when every page passes, 1 otherwise.
+Without pages, every top-level page of the built site is checked, found in the HTML directory
+itself (:func:`default_pages`): every ``*.html`` at its top level (the index, the API
+reference, the estimator and benchmark pages, the glossary, ...), every page of
+``user_guide/`` and ``migration/``, the gallery's ``auto_examples/index.html`` and the API
+pages of the names of the package's top level (``generated/skstruct.<Name>.html``: the
+estimators).  ``index.html`` and ``api.html`` are always among them, so that a build that
+lacks them fails.  Exit status 0 when every page passes, 1 otherwise.
 """
 
 import functools
@@ -22,12 +27,31 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
-DEFAULT_PAGES = [
-    "index.html",
-    "api.html",
-    "generated/skstruct.StructuredSVM.html",
-    "auto_examples/plot_ocr_ssvm.html",
-]
+# pages every build has: checked even when absent, so that their absence fails
+REQUIRED_PAGES = ("index.html", "api.html")
+# folders whose every page is checked
+PAGE_FOLDERS = ("user_guide", "migration")
+
+
+def default_pages(root):
+    """The pages checked when none are given, relative to the built HTML directory ``root``.
+
+    Every ``*.html`` at the top level, in ``user_guide/`` and in ``migration/``;
+    ``auto_examples/index.html``; the API pages ``generated/skstruct.<Name>.html`` of the
+    top-level names (the estimators; ``generated/skstruct.models.ChainModel.html`` and
+    other submodules' pages are not).  Sorted, each once; :data:`REQUIRED_PAGES` always.
+    """
+    root = Path(root)
+    found = {p.name for p in root.glob("*.html")}
+    for folder in PAGE_FOLDERS:
+        found.update(f"{folder}/{p.name}" for p in (root / folder).glob("*.html"))
+    if (root / "auto_examples" / "index.html").is_file():
+        found.add("auto_examples/index.html")
+    for p in (root / "generated").glob("skstruct.*.html"):
+        if p.name.count(".") == 2:          # skstruct.<Name>.html: a top-level name
+            found.add(f"generated/{p.name}")
+    found.update(REQUIRED_PAGES)
+    return sorted(found)
 
 
 class _Anchors(HTMLParser):
@@ -120,7 +144,7 @@ def main(argv):
         print(__doc__)
         return 2
     root = Path(argv[0]).resolve()
-    pages = argv[1:] or DEFAULT_PAGES
+    pages = argv[1:] or default_pages(root)
     server = _serve(root)
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     driver = _driver()
