@@ -242,13 +242,12 @@ class StructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         per pass (mean).
     gap_estimates_ : ndarray of shape (passes of this fit,)
         Every solver but ``"subgradient"`` (which has no dual; the attribute
-        is then absent), one entry per pass of the last call to ``fit``.
-        BCFW: the sum of
-        the per-block Frank-Wolfe gaps met during it.  Each is evaluated at
-        the weights of its step, so the sum estimates the duality gap of the
-        pass's iterates without any extra oracle call; it is not the gap of
-        the returned (averaged) weights, which ``history_`` holds at checked
-        passes.  The other solvers with a dual report here what their pass
+        is then absent): one entry per pass of the last call to ``fit``.
+        BCFW: the sum of the per-block Frank-Wolfe gaps met during the pass.
+        Each is evaluated at the weights of its step, so the sum estimates the
+        duality gap of the pass's iterates without any extra oracle call; it
+        is not the gap of the returned (averaged) weights, which ``history_``
+        holds at checked passes.  The other solvers with a dual report here what their pass
         returns: the exact duality gap of the weights it started from for
         extragradient, batch Frank-Wolfe and the cutting-plane solvers when
         the oracle ran over all samples at those weights; a cached plane's or
