@@ -97,8 +97,10 @@ def test_code_blocks_run(path, tmp_path):
 
         try:
             fetch_conll2000("test")
-        except OSError as exc:  # no network and no cached copy
-            pytest.skip(f"CoNLL-2000 cannot be fetched here: {exc}")
+        except OSError:  # no network and no cached copy
+            home = os.environ.get("SKSTRUCT_DATA") or os.path.join("~", "skstruct_data")
+            pytest.skip(f"CoNLL-2000 is not in the data home and cannot be downloaded; place "
+                        f"train.txt and test.txt in {os.path.join(home, 'conll2000')}")
 
     groups = {}  # interpreter -> blocks, in file order
     skipped = []

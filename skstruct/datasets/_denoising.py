@@ -43,8 +43,8 @@ def make_binary_denoising(n_images=100, size=100, noise=1.0, random_state=None):
         import PIL  # noqa: F401
     except ImportError as exc:
         raise ImportError("make_binary_denoising reads scikit-learn's sample photographs, "
-                          "which needs Pillow: pip install 'skstruct[images]' (or pillow)"
-                          ) from exc
+                          "which needs Pillow: python -m pip install pillow (or, in a clone "
+                          "of skstruct, python -m pip install '.[images]')") from exc
     from sklearn.datasets import load_sample_images
 
     rng = check_random_state(random_state)

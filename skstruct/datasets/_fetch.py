@@ -95,11 +95,36 @@ def get_data_home(data_home=None):
     >>> os.path.exists(home)
     False
     """
-    if data_home is None:
-        data_home = os.environ.get("SKSTRUCT_DATA") or os.path.join("~", "skstruct_data")
-    data_home = os.path.expanduser(os.fspath(data_home))
+    data_home = _resolve_data_home(data_home)
     os.makedirs(data_home, exist_ok=True)
     return data_home
+
+
+def _resolve_data_home(data_home=None):
+    """:func:`get_data_home`'s directory, without creating it."""
+    if data_home is None:
+        data_home = os.environ.get("SKSTRUCT_DATA") or os.path.join("~", "skstruct_data")
+    return os.path.expanduser(os.fspath(data_home))
+
+
+def _missing_directories(directory):
+    """``directory`` and those of its parents that do not exist, deepest first."""
+    missing = []
+    directory = Path(directory).absolute()
+    while not directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    return missing
+
+
+def _remove_if_empty(directories):
+    """Remove ``directories`` (deepest first), stopping at the first that is not empty."""
+    for directory in directories:
+        try:
+            directory.rmdir()
+        except OSError:
+            # not empty (another process put a file there meanwhile) or already gone
+            break
 
 
 def clear_data_home(data_home=None):
@@ -214,10 +239,21 @@ def fetch_conll2000(subset="train", *, data_home=None, download_if_missing=True)
     is then deleted and downloaded again.  A download is written to a
     temporary file in the cache directory and renamed into place only once
     its checksum holds, so concurrent or interrupted calls never leave a
-    partial or wrong file in the cache.
+    partial or wrong file in the cache.  A download that fails removes its
+    partial file and the folders the call created (``<data_home>`` and
+    ``<data_home>/conll2000``, when they did not exist before).
 
-    Where the host cannot be reached, put ``train.txt`` and ``test.txt`` (the
-    uncompressed files) in ``<data_home>/conll2000/`` by hand.  The expected
+    Where the host cannot be reached (no network, a firewall), place the
+    files by hand:
+
+    1. on a machine that can reach it, download ``train.txt.gz`` and
+       ``test.txt.gz`` from the URL above and unpack them (``gunzip``);
+    2. copy ``train.txt`` and ``test.txt`` into ``<data_home>/conll2000/``
+       (by default ``~/skstruct_data/conll2000/``; see
+       :func:`get_data_home`), creating the folder.
+
+    The next call checks their checksums and reads them without downloading
+    (``download_if_missing=False`` makes sure it does not try).  The expected
     checksums are those of the files in NLTK's ``conll2000`` corpus, so that
     copy is accepted as is.
 
@@ -238,7 +274,9 @@ def fetch_conll2000(subset="train", *, data_home=None, download_if_missing=True)
     if subset not in _CONLL2000:
         raise ValueError(f"subset must be one of {sorted(_CONLL2000)}, got {subset!r}")
     remote = _CONLL2000[subset]
-    directory = Path(get_data_home(data_home)) / "conll2000"
+    # the data home is created only when a download needs it, and removed again if that
+    # download fails: a failed first call leaves no empty folder behind
+    directory = Path(_resolve_data_home(data_home)) / "conll2000"
     path = directory / f"{subset}.txt"
 
     if path.is_file():
@@ -257,8 +295,13 @@ def fetch_conll2000(subset="train", *, data_home=None, download_if_missing=True)
                       f"download_if_missing is False")
 
     if not path.is_file():
+        created = _missing_directories(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        _download(remote, str(path))
+        try:
+            _download(remote, str(path))
+        except BaseException:
+            _remove_if_empty(created)
+            raise
 
     data = load_conll(path)
     data.DESCR = _CONLL2000_DESCR

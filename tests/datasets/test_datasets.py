@@ -251,5 +251,5 @@ def test_binary_denoising_without_pillow_says_what_to_install(monkeypatch):
     from skstruct.datasets import make_binary_denoising
 
     monkeypatch.setitem(sys.modules, "PIL", None)
-    with pytest.raises(ImportError, match="Pillow"):
+    with pytest.raises(ImportError, match="Pillow: python -m pip install pillow"):
         make_binary_denoising(1, 10)

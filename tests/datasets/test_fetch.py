@@ -2,10 +2,12 @@
 
 import gzip
 import hashlib
+import io
 import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.error import URLError
 
 import pytest
 
@@ -79,7 +81,8 @@ def remote(server, monkeypatch):
 
 
 def _cached(home):
-    return sorted(p.name for p in (Path(home) / "conll2000").iterdir())
+    directory = Path(home) / "conll2000"
+    return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
 
 
 def _check(data):
@@ -164,6 +167,63 @@ def test_http_error_names_the_url(server, remote, tmp_path):
     assert _cached(tmp_path) == []
 
 
+def _refuse(url, timeout=None):
+    raise URLError("no route to host")
+
+
+@pytest.mark.parametrize("existing", ["nothing", "data home", "conll2000"])
+def test_failed_download_leaves_no_folder_behind(remote, tmp_path, monkeypatch, existing):
+    monkeypatch.setattr(_fetch, "urlopen", _refuse)
+    home = tmp_path / "a" / "home"
+    if existing != "nothing":
+        home.mkdir(parents=True)
+    if existing == "conll2000":
+        (home / "conll2000").mkdir()
+    with pytest.raises(OSError, match="could not download"):
+        fetch_conll2000("test", data_home=home)
+    # the folders the call created are gone; those that were there stay, empty
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == {
+        "nothing": [],
+        "data home": ["a", "a/home"],
+        "conll2000": ["a", "a/home", "a/home/conll2000"],
+    }[existing]
+
+
+@pytest.mark.parametrize("error", [EOFError, KeyboardInterrupt])
+def test_interrupted_download_removes_its_partial_file(remote, tmp_path, monkeypatch, error):
+    class Truncated(io.BytesIO):
+        """Half of the gzip stream, then ``error``: a connection dropped mid-file."""
+
+        def __init__(self):
+            stream = gzip.compress(TEXT * 50)
+            super().__init__(stream[:len(stream) // 2])
+
+        def read(self, size=-1):
+            block = super().read(size)
+            if not block:
+                raise error("connection lost")
+            return block
+
+    monkeypatch.setattr(_fetch, "urlopen", lambda url, timeout=None: Truncated())
+    with pytest.raises(OSError if error is EOFError else KeyboardInterrupt):
+        fetch_conll2000("test", data_home=tmp_path / "home")
+    assert not (tmp_path / "home").exists()
+
+
+def test_files_placed_by_hand_are_read_without_download(remote, tmp_path, monkeypatch):
+    monkeypatch.setattr(_fetch, "urlopen", _refuse)
+    (tmp_path / "conll2000").mkdir()
+    (tmp_path / "conll2000" / "test.txt").write_bytes(TEXT)
+    _check(fetch_conll2000("test", data_home=tmp_path))
+    _check(fetch_conll2000("test", data_home=tmp_path, download_if_missing=False))
+
+
+def test_not_cached_without_download_creates_nothing(tmp_path):
+    with pytest.raises(OSError, match="not cached"):
+        fetch_conll2000("test", data_home=tmp_path / "home", download_if_missing=False)
+    assert not (tmp_path / "home").exists()
+
+
 def test_unreachable_host_is_an_oserror(remote, tmp_path, monkeypatch):
     with ThreadingHTTPServer(("127.0.0.1", 0), _Handler) as closed:
         port = closed.server_address[1]  # bound then closed: nothing listens there
@@ -229,13 +289,23 @@ def test_clear_data_home(tmp_path):
 # ---------------------------------------------------------------- the real data
 
 
+def _real_copy(subset):
+    """A copy of the real CoNLL-2000 file: the user's data home first (never downloading),
+    then a data folder beside the repository's checkout."""
+    home = Path(_fetch._resolve_data_home()) / "conll2000"
+    for folder in (home, SHARED):
+        if (folder / f"{subset}.txt").is_file():
+            return folder / f"{subset}.txt"
+    pytest.skip(f"CoNLL-2000 is not in the data home; place train.txt and test.txt in {home} "
+                f"(see fetch_conll2000) to run this test")
+
+
 @pytest.mark.parametrize("subset, n_sentences, n_tokens",
                          [("test", 2012, 47377), ("train", 8936, 211727)])
 def test_real_copy_in_the_cache(subset, n_sentences, n_tokens, tmp_path):
-    if not (SHARED / f"{subset}.txt").is_file():
-        pytest.skip(f"no local copy of CoNLL-2000 at {SHARED}")
+    source = _real_copy(subset)
     (tmp_path / "conll2000").mkdir()
-    shutil.copy(SHARED / f"{subset}.txt", tmp_path / "conll2000" / f"{subset}.txt")
+    shutil.copy(source, tmp_path / "conll2000" / f"{subset}.txt")
     # download_if_missing=False: the copy must pass the checksum, else this raises
     data = fetch_conll2000(subset, data_home=tmp_path, download_if_missing=False)
     assert len(data.tokens) == len(data.y) == n_sentences
