@@ -54,9 +54,10 @@ import numpy as np
 #
 # On the drop-in
 # --------------
-# Only the three import lines change.  The first fit of a process compiles
-# skstruct's kernels (or loads them from numba's cache); a one-pass fit first
-# keeps that out of the timings below.
+# The program runs with its three import lines changed; the lines added
+# around its fit only time it and print more.  The first fit of a process
+# compiles skstruct's kernels (or loads them from numba's cache): a one-pass
+# fit first keeps that out of the timings.
 from skstruct.compat.pystruct.datasets import load_letters
 from skstruct.compat.pystruct.learners import FrankWolfeSSVM
 from skstruct.compat.pystruct.models import ChainCRF
