@@ -40,7 +40,6 @@ goes to stdout, the figures as JSON after it, and with ``--write-doc`` the table
 """
 
 import argparse
-import datetime
 import json
 import os
 import sys
@@ -349,7 +348,7 @@ def table(C, ref, res, C_small, ssvm, small, target, small_budget):
 
 def write_doc(text, path=None):
     head = [
-        f"## ApproxStructuredPredictor on OCR ({datetime.date.today().isoformat()})",
+        "## ApproxStructuredPredictor on OCR",
         "",
         "Measured by `python benchmarks/bench_approx_ocr.py --write-doc` on the 2-core "
         "machine: OCR letters, train fold 1 (704 words), test folds 0 and 2-9 (6173 words), "

@@ -36,7 +36,6 @@ times a cold ``python -m pytest`` (many minutes).  ``--write-doc`` writes the ta
 """
 
 import argparse
-import datetime
 import importlib.util
 import json
 import os
@@ -256,13 +255,12 @@ def main():
     if args.write_doc:
         from _doc import write_section
 
-        when = datetime.date.today().isoformat()
         n_all = 1 + len(cells_mod.TARGETS)
         which = ("Every estimator x solver x kind of model" if len(names) == n_all else
                  f"{len(names)} of the {n_all} cells (`--cells`): estimators x solvers x "
                  "kinds of model")
-        intro = [f"## The first fit (`benchmarks/bench_cold_start.py`, {when})", "",
-                 f"{which} (the targets of `python -m skstruct "
+        intro = ["## The first fit (`benchmarks/bench_cold_start.py`)", "",
+                 f"{which} (the cells of `python -m skstruct "
                  "compile`: two iterations on a few random samples, then a prediction) and "
                  "`python -m skstruct demo`, each in a fresh interpreter with an empty numba "
                  "cache, then again with the cache filled; wall seconds of the whole process "
