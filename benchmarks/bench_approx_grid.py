@@ -90,14 +90,14 @@ def main():
     print(table)
     print(json.dumps(res))
     if args.write_doc:
-        write_doc(table)
+        write_doc(table, args.iters)
 
 
-def write_doc(table):
+def write_doc(table, iters):
     write_section("bench_approx_grid", [
         "## ApproxStructuredPredictor at scale", "",
-        "Measured by `python benchmarks/bench_approx_grid.py --write-doc` on the 2-core machine "
-        "(numba compilation excluded).", "", table])
+        "Measured by `python benchmarks/bench_approx_grid.py --write-doc` (one fit of "
+        f"{iters} iterations; numba compilation excluded).", "", table])
 
 
 if __name__ == "__main__":

@@ -140,7 +140,7 @@ def table(runs, args):
     lines = [
         "## CoNLL-2000 chunking: plain CRF against python-crfsuite",
         "",
-        f"`benchmarks/bench_crfsuite.py --c2 {args.c2} --iters {args.iters} --repeat "
+        f"`python benchmarks/bench_crfsuite.py --c2 {args.c2} --iters {args.iters} --repeat "
         f"{args.repeat}`; {platform.machine()}, {os.cpu_count()} CPUs; every configuration "
         "in its own subprocess with one thread. Same feature dicts (sklearn-crfsuite "
         f"tutorial), same objective (`-loglik + c2 ||w||^2`, `C = 1 / (2 c2) = "

@@ -182,7 +182,7 @@ def table(runs, rows):
     lines = [
         "## CoNLL-2000 chunking: every training algorithm against CRFsuite's",
         "",
-        f"`benchmarks/bench_crfsuite_algorithms.py`; {platform.machine()}, "
+        f"`python benchmarks/bench_crfsuite_algorithms.py`; {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}, numpy "
         f"{numpy.__version__}, numba {numba.__version__}, {platform.system()} "
         f"{platform.release()}; each configuration in its own process with one thread, "

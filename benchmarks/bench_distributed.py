@@ -210,8 +210,7 @@ def size(b):
 
 def tables(res, args):
     lines = [
-        "## Training on a dask cluster (`benchmarks/bench_distributed.py`, "
-        f"{time.strftime('%Y-%m-%d')})",
+        "## Training on a dask cluster (`benchmarks/bench_distributed.py`)",
         "",
         "`python benchmarks/bench_distributed.py --write-doc`: a `LocalCluster` of 1, 2, 4 "
         "and 8 worker processes with one thread each on this 2-core machine (loopback TCP; "

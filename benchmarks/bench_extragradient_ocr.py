@@ -187,14 +187,14 @@ def main():
     lines = [
         "## Dual extragradient against BCFW (`benchmarks/bench_extragradient_ocr.py`)",
         "",
+        "`python benchmarks/bench_extragradient_ocr.py`: "
         "`StructuredSVM(solver=\"extragradient\")` (Taskar et al.'s dual extragradient, "
         "backtracked steps) against BCFW at the same C, every run in its own process with "
         "one thread, the duality gap (lambda form) at every pass. Solver seconds are those "
         "of the passes (BCFW's gap checks excluded; extragradient computes its gap inside "
         "its passes). A pass of extragradient is one iteration over all the samples (two "
         "sum-product sweeps on chains and trees, two projections per sample through the "
-        "protocol, plus two more for every rejected step). Timings from a shared 2-core "
-        "machine: noisy.",
+        "protocol, plus two more for every rejected step). One run of each.",
         "",
     ]
     lines += table("OCR letters, train fold 1, ChainModel",

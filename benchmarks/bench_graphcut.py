@@ -116,13 +116,13 @@ def main():
     lines = [
         "## Exact binary MAP on grids: graph cut (`benchmarks/bench_graphcut.py`)",
         "",
-        "4-connected grids, unary scores of label 1 from N(0, 1), a Potts table rewarding "
-        "agreement by 0.8; wall seconds of one call, one thread, compilation excluded. Scores "
-        "are those of the labelling returned (higher is better); the graph cut's is the "
-        "optimum. PyMaxflow (Boykov and Kolmogorov's C++ code) and scipy (Dinic on integer "
-        "capacities, scores scaled by 10^6) solve the same s-t graph, for the choice of the "
-        "max-flow code. An earlier Dinic implementation in numba took 56 s at 10^6 pixels: "
-        "skstruct now uses the Boykov-Kolmogorov algorithm, ported to numba.",
+        "`python benchmarks/bench_graphcut.py`: 4-connected grids, unary scores of label 1 from"
+        " N(0, 1), a Potts table rewarding agreement by 0.8; wall seconds of one call (one "
+        "run), one thread, compilation excluded. Scores are those of the labelling returned "
+        "(higher is better); the graph cut's is the optimum. PyMaxflow (Boykov and Kolmogorov's"
+        " C++ code) and scipy (Dinic on integer capacities, scores scaled by 10^6) solve the "
+        "same s-t graph, for the choice of the max-flow code. skstruct's maximum flow is the "
+        "Boykov-Kolmogorov algorithm, ported to numba.",
         "",
         "| pixels | graphcut s | graphcut score | TRW-S (50 it.) s | TRW-S score | TRW-S bound "
         "| PyMaxflow BK s | BK score | scipy Dinic (int) s |",

@@ -101,7 +101,9 @@ def main():
     lines = [
         "## OCR letters: NonLocalCRF, 10-fold cross-validation (Vilnis et al., Table 4)",
         "",
-        f"`benchmarks/bench_nonlocal_ocr.py`; {platform.machine()}, {os.cpu_count()} CPUs. "
+        f"`python benchmarks/bench_nonlocal_ocr.py`; {platform.machine()}, {os.cpu_count()} "
+        "CPUs; one fit per fold. *paper*: Vilnis, Belanger, Sheldon and McCallum, \"Bethe "
+        "Projections for Non-Local Inference\", UAI 2015, Table 4. "
         f"Folds {folds[0]}-{folds[-1]}: train on the other nine, test on that one; character "
         "accuracy averaged over the test folds. Every model is trained from scratch on every "
         f"fold, its base CRF included. Base CRF: `{BASE}`; energies learned by Algorithm 3 "

