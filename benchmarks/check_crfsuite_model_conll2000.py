@@ -16,7 +16,7 @@ Usage::
 
 ``--data`` is a folder holding CoNLL-2000's ``train.txt`` and ``test.txt``; without
 it they are fetched by :func:`skstruct.datasets.fetch_conll2000`.  Needs
-python-crfsuite (``pip install skstruct[crfsuite]``).
+python-crfsuite (the ``bench`` extra: ``python -m pip install ".[bench]"``).
 """
 
 import argparse

@@ -80,9 +80,10 @@ class ApproxStructuredPredictor(StructuredEstimatorMixin, BaseEstimator):
 
     Learning never runs inference to convergence: each iteration makes
     ``message_passes`` block-coordinate sweeps of Lemma 1 over every node of
-    every sample (messages kept between iterations), then one gradient step on
-    ``theta`` (Lemma 2) with an Armijo backtracking line search on the
-    objective at the current messages.
+    every sample (messages kept between iterations), then one step on ``theta``
+    (Lemma 2) at the current messages: by default (``solver="lbfgs"``) an
+    L-BFGS step, ``solver="gradient"`` a gradient step, each with a
+    backtracking line search on the objective.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Training and prediction on a dask cluster (``pip install "skstruct[dask]"``).
+"""Training and prediction on a dask cluster (the ``dask`` extra: ``pip install ".[dask]"``).
 
 The estimators accept a :class:`dask.bag.Bag` of samples for ``X`` (and a Bag
 of label arrays, partitioned alike, for ``y``) when a

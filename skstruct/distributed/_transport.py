@@ -20,7 +20,8 @@ def _dask():
         import distributed
     except ImportError as exc:
         raise ImportError("skstruct's dask support needs dask and distributed: "
-                          "pip install \"skstruct[dask]\"") from exc
+                          "install the dask extra (python -m pip install \".[dask]\" from a "
+                          "clone of skstruct)") from exc
     return dask.bag, distributed
 
 
