@@ -80,7 +80,9 @@ sphinx_gallery_conf = {
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"skstruct {release}"
-html_static_path = []
+html_static_path = ["_static"]
+# wide tables wrap their cells in the text column (and scroll when they still overflow)
+html_css_files = ["skstruct.css"]
 html_theme_options = {
     "navbar_end": ["navbar-icon-links"],
     "show_toc_level": 2,
