@@ -60,7 +60,7 @@ class MatchingModel(StructuredModel):
 
     The model has no parameters.  Train it with any learner of the model
     protocol, e.g. ``StructuredSVM(model=MatchingModel(), C=1.0).fit(X, y)``
-    (either solver) or ``StructuredPerceptron(model=MatchingModel()).fit(X,
+    or ``StructuredPerceptron(model=MatchingModel()).fit(X,
     y)``; then ``predict(X_test)`` gives a list of matchings.
     :func:`skstruct.datasets.make_letter_alignment` makes a real alignment
     task in this format.
