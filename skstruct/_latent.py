@@ -51,9 +51,8 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
     ----------
     estimator : StructuredSVM, default=None
         The convex learner and its model (``None``: ``StructuredSVM(model=
-        HiddenStatesModel())``).  Its solver must be ``"bcfw"``,
-        ``"subgradient"`` or ``"one_slack"`` with ``surrogate="margin"`` or
-        ``"lp"``.  A convex step that stops at the learner's ``max_iter``
+        HiddenStatesModel())``).  Any solver but ``"extragradient"``, with
+        ``surrogate="margin"`` or ``"lp"``.  A convex step that stops at the learner's ``max_iter``
         short of its tolerance issues its
         :class:`~skstruct.exceptions.ConvergenceWarning`, naming the CCCP
         iteration.
@@ -191,8 +190,8 @@ class LatentStructuredSVM(StructuredEstimatorMixin, BaseEstimator):
         svm._check_params()
         if svm.solver == "extragradient" or svm.surrogate in ("slack", "poslearn"):
             raise InvalidParameterError(
-                f"LatentStructuredSVM needs an estimator with solver='bcfw', 'subgradient' or "
-                f"'one_slack' and surrogate='margin' or 'lp'; got solver={svm.solver!r}, "
+                f"LatentStructuredSVM needs an estimator with a solver other than 'extragradient' "
+                f"and surrogate='margin' or 'lp'; got solver={svm.solver!r}, "
                 f"surrogate={svm.surrogate!r}")
         if svm.warm_start:
             raise InvalidParameterError("the estimator's warm_start must be False: every "

@@ -156,6 +156,13 @@ def test_chain_bias_and_start_end_features():
 # ---------------------------------------------------------------- auto_model
 
 
+def test_auto_model_warns_about_a_label_column():
+    X = np.random.default_rng(0).normal(size=(5, 2))
+    with pytest.warns(UserWarning, match=r"y is a column of shape \(n_samples, 1\)"):
+        m = auto_model(X, np.zeros((5, 1), int))
+    assert type(m) is MultiLabelModel
+
+
 def test_auto_model_choices():
     rng = rng_()
     X2 = rng.normal(size=(5, 3))
