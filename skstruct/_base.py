@@ -14,7 +14,7 @@ from ._core import n_threads
 from ._core._packing import check_sequence
 from ._core._params import Interval, InvalidParameterError, KeywordOnly
 from ._core._validation import check_n_jobs
-from ._persist import VersionedState
+from ._core._versioned import VersionedState
 from .models import StructuredModel, _fastpath, auto_model
 
 # the range of C (and C_energy) the learners accept: beyond it the weights or the

@@ -4,45 +4,7 @@
 ``Pipeline`` around one) stores, by the names ``skops.io`` gives them, so that a
 file can be loaded with ``skops.io.load(path, trusted=skstruct.trusted_types())``
 instead of trusting every type the file names.
-
-:class:`VersionedState` makes an estimator's saved state (pickle, joblib and skops
-alike go through ``__getstate__``/``__setstate__``) record the skstruct version that
-saved it, and loading it with another version warn.
 """
-
-# the key of the saved state that holds the version (scikit-learn's is "_sklearn_version")
-VERSION_KEY = "_skstruct_version"
-
-
-class VersionedState:
-    """Saved states record ``skstruct.__version__``; loading another version warns.
-
-    scikit-learn's convention (``BaseEstimator`` stores ``_sklearn_version`` for its own
-    estimators only): the state carries the version under :data:`VERSION_KEY`, and
-    ``__setstate__`` takes it out and issues an
-    :class:`~skstruct.exceptions.InconsistentVersionWarning` when it differs from the
-    running version or is absent.  The attribute never reaches the instance.  Placed
-    before ``BaseEstimator`` in the bases, whose methods it extends.
-    """
-
-    def __getstate__(self):
-        from . import __version__
-
-        # a new dict: object.__getstate__ may return the instance's own __dict__
-        return dict(super().__getstate__(), **{VERSION_KEY: __version__})
-
-    def __setstate__(self, state):
-        from . import __version__
-        from ._core._warnings import InconsistentVersionWarning, warn_user
-
-        state = dict(state)
-        saved = state.pop(VERSION_KEY, None)
-        if saved != __version__:
-            # reported at the caller's line that loads (pickle.load, joblib.load, ...)
-            warn_user(InconsistentVersionWarning(
-                estimator_name=type(self).__name__, original_version=saved,
-                current_version=__version__), None)
-        super().__setstate__(state)
 
 
 def _persisted_classes():

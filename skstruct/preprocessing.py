@@ -14,7 +14,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._core._rows import coded_rows
-from ._persist import VersionedState
+from ._core._versioned import VersionedState
 
 __all__ = ["NodeTransformer"]
 

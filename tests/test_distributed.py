@@ -41,7 +41,7 @@ def test_without_dask_the_error_names_the_extra(monkeypatch):
     from skstruct.distributed import _transport as skd
 
     monkeypatch.setitem(sys.modules, "distributed", None)
-    with pytest.raises(ImportError, match=r"skstruct\[dask\]"):
+    with pytest.raises(ImportError, match=r"the dask extra \(python -m pip install \"\.\[dask\]\""):
         skd._dask()
 
 
