@@ -972,7 +972,9 @@ def test_segment_sum_keeps_every_segment_to_itself(values, sign, data):
     out = segment_sum(a, offsets)
     expect = np.array([a[lo:hi].sum() if hi > lo else 0.0
                        for lo, hi in zip(offsets[:-1], offsets[1:])])
-    assert same(out, expect), f"{out} != {expect}"
+    # the kernel may add a segment's values in another order than numpy: finite sums agree
+    # to rounding, infinite ones exactly (the point of the test: no NaN leaks across)
+    np.testing.assert_allclose(out, expect, rtol=1e-12, atol=1e-9)
 
 
 ENERGY_BAD = ("A_1d", "A_nan", "A_complex", "A_words", "b_shape", "A_edge_shape", "smoothing",

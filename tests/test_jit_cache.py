@@ -1,10 +1,16 @@
 """The disk cache of the kernels is validated against every kernel module of the package,
 so that editing a called kernel's file cannot leave a caller's stale compiled copy in use."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from numba import prange
 
+import skstruct
 from skstruct._core import _jit
 
 
@@ -122,3 +128,44 @@ def test_an_index_naming_a_removed_class_is_a_cache_miss(tmp_path):
     other = _index_naming_a_missing_class(tmp_path, b"another stamp")
     with pytest.raises((AttributeError, ModuleNotFoundError)):
         other._load_index()
+
+
+_KERNEL_TAKING_A_KERNEL = '''
+from skstruct._core._jit import jit
+
+
+@jit
+def callee(x):
+    return x + 1
+
+
+@jit
+def caller(x, f):
+    return f(x) * 2
+
+
+print(caller(1.0, callee), sum(caller.stats.cache_hits.values()))
+'''
+
+
+def test_a_kernel_taking_a_kernel_hits_the_cache_in_the_next_process(tmp_path):
+    """A kernel passed as an argument is named the same in every process: the caller's
+    entry is found again instead of compiled and appended once per process."""
+    (tmp_path / "kernels_taking_kernels.py").write_text(_KERNEL_TAKING_A_KERNEL)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(Path(skstruct.__file__).parents[1]),
+                                           str(tmp_path)]))
+    runs = [subprocess.run([sys.executable, "-c", "import kernels_taking_kernels"], env=env,
+                           capture_output=True, text=True, check=True).stdout.split()
+            for _ in range(3)]
+    assert runs == [["4.0", "0"], ["4.0", "1"], ["4.0", "1"]]
+    assert len(list((tmp_path / "cache").rglob("*caller*.nbc"))) == 1
+
+
+def test_kernels_under_one_name_keep_distinct_identities():
+    first = _jit.jit(lambda x: x)
+    second = _jit.jit(lambda x: x)
+    assert first._uuid != second._uuid
+    named = _jit.jit(_from_tuple.py_func)   # the module already has a kernel of this name
+    assert named._uuid != _from_tuple._uuid
+    assert _from_tuple._uuid == f"skstruct:{__name__}._from_tuple"

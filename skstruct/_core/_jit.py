@@ -36,8 +36,29 @@ def jit(func=None, **kwargs):
     opts = {"cache": True, "nogil": True, "fastmath": set(FASTMATH), "error_model": "numpy"}
     opts.update(kwargs)
     if func is None:
-        return lambda f: _one_per_type(numba.njit(**opts)(f))
-    return _one_per_type(numba.njit(**opts)(func))
+        return lambda f: _one_per_type(_stable_identity(numba.njit(**opts)(f)))
+    return _one_per_type(_stable_identity(numba.njit(**opts)(func)))
+
+
+def _stable_identity(dispatcher):
+    """Name ``dispatcher`` the same way in every process.
+
+    A kernel may take another kernel as an argument (the learners pass their decoder to
+    the oracle's kernels).  numba writes such an argument's type into the cache index with
+    the dispatcher's identity, by default a random one per process: in the next process
+    the type no longer equals the live kernel's, so the entry never hits, every process
+    compiles again and appends another entry and another file to the cache, and once
+    numba has let go of the objects it rebuilt for those stale entries, saving the index
+    fails ("ReferenceError: underlying object has vanished").  Named by its module and
+    qualified name, the argument's type is the same in every process and the entry hits.
+    A kernel defined inside a function, or a second kernel under a name already taken,
+    keeps numba's random identity: two kernels must never share one.
+    """
+    func = dispatcher.py_func
+    name = f"skstruct:{func.__module__}.{func.__qualname__}"
+    if "<locals>" not in func.__qualname__ and name not in type(dispatcher)._memo:
+        dispatcher._set_uuid(name)
+    return dispatcher
 
 
 def _plain(t):
