@@ -135,7 +135,8 @@ class GraphModel(_SampleListModel):
         H. Ishikawa, "Exact Optimization for Markov Random Fields with Convex
         Priors", IEEE TPAMI 2003).  :class:`~skstruct.StructuredSVM` then
         projects the pairwise weights onto that cone after every step (with
-        ``solver="bcfw"`` or ``"subgradient"``, the solvers that accept it).  Edge features must be non-negative (an edge's table
+        ``solver="bcfw"`` or ``"subgradient"``, the solvers that accept it).
+        Edge features must be non-negative (an edge's table
         is their combination of the learned tables, which stays supermodular
         only for non-negative weights).  It restricts the model: a table
         that rewards different neighbouring labels cannot be learned.
